@@ -1,0 +1,73 @@
+# The Transformer, Built: the two commands of the README, and the pieces they are made of.
+#   make book   set up .venv, export the package, build the HTML book into _build/html
+#   make test   set up .venv, then the whole suite: unit tests, strict nbval over every chapter,
+#               the export-in-sync check, the book build (-W) and a headless-browser check
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+VENDOR := book/_vendor/vendor
+VENDOR_STAMP := $(VENDOR)/.fetched
+# npm packages served by the built book instead of a CDN (the book works with no internet)
+NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
+PYTEST_ARGS ?=
+
+.PHONY: help venv export vendor book test unit nbval bench execute train clean
+
+help:
+	@echo "make book   build the HTML book into _build/html"
+	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser)"
+	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
+	@echo "make bench  run the benchmarks in benchmarks/"
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $@
+
+venv: $(STAMP)
+
+export: $(STAMP)
+	$(VENV)/bin/nbdev-export
+
+$(VENDOR_STAMP):
+	@rm -rf $(VENDOR) && mkdir -p $(VENDOR)
+	cd $(VENDOR) && npm pack --silent $(NPM_PKGS) >/dev/null \
+	  && mkdir -p mathjax requirejs html-manager \
+	  && tar -xzf mathjax-*.tgz -C mathjax --strip-components=1 package/es5/tex-chtml.js \
+	       package/es5/output/chtml package/es5/input/tex package/es5/ui package/es5/a11y \
+	  && tar -xzf requirejs-*.tgz -C requirejs --strip-components=1 package/require.js \
+	  && tar -xzf jupyter-widgets-html-manager-*.tgz -C html-manager --strip-components=1 package/dist \
+	  && rm -f *.tgz html-manager/dist/embed.js* html-manager/dist/*.map
+	@touch $@
+
+vendor: $(VENDOR_STAMP)
+
+book: export vendor
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "The book: $(CURDIR)/_build/html/index.html"
+
+NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	--nbval-cell-timeout=900
+
+test: export vendor
+	$(PY) -m pytest tests chapters $(NBVAL_ARGS) $(PYTEST_ARGS)
+
+unit: $(STAMP)
+	$(PY) -m pytest tests -m "not book and not browser" -p no:nbval
+
+nbval: $(STAMP)
+	$(PY) -m pytest chapters $(NBVAL_ARGS)
+
+execute: $(STAMP)
+	$(PY) scripts/execute.py $(NB)
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf _build book/_vendor

@@ -1,0 +1,32 @@
+"""The public API contract of DESIGN.md: every name importable from the top level.
+
+Each chapter that exports a public name adds it here, so that a module silently overwritten
+by a second `default_exp` (nbdev's failure mode) fails this test loudly.
+"""
+import importlib
+
+import pytest
+
+import transformer_lib
+
+PUBLIC = {
+    "attention": ["attention", "check_mask"],
+}
+
+
+@pytest.mark.parametrize("module,names", sorted(PUBLIC.items()))
+def test_public_names_importable(module, names):
+    mod = importlib.import_module(f"transformer_lib.{module}")
+    for name in names:
+        assert name in mod.__all__, f"{name} missing from transformer_lib.{module}.__all__"
+        assert getattr(transformer_lib, name) is getattr(mod, name)
+
+
+def test_version():
+    assert isinstance(transformer_lib.__version__, str) and transformer_lib.__version__.count(".") == 2
+
+
+@pytest.mark.parametrize("name", sorted(n for names in PUBLIC.values() for n in names))
+def test_public_name_documented(name):
+    obj = getattr(transformer_lib, name)
+    assert obj.__doc__ and len(obj.__doc__.strip()) > 20, f"{name} has no real docstring"
