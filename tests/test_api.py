@@ -11,6 +11,9 @@ import transformer_lib
 
 PUBLIC = {
     "attention": ["attention", "check_mask"],
+    "multihead": ["MultiHeadAttention", "load_torch_mha_weights"],
+    "positional": ["sinusoidal_positional_encoding", "PositionalEncoding", "LearnedPositionalEmbedding", "RotaryEmbedding"],
+    "masks": ["padding_mask", "causal_mask", "target_mask", "shift_right", "teacher_forcing"],
 }
 
 

@@ -3,3 +3,6 @@
 __version__ = "0.1.0"
 
 from .attention import *  # noqa: F401,F403
+from .multihead import *  # noqa: F401,F403
+from .positional import *  # noqa: F401,F403
+from .masks import *  # noqa: F401,F403
