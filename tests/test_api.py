@@ -14,6 +14,15 @@ PUBLIC = {
     "multihead": ["MultiHeadAttention", "load_torch_mha_weights"],
     "positional": ["sinusoidal_positional_encoding", "PositionalEncoding", "LearnedPositionalEmbedding", "RotaryEmbedding"],
     "masks": ["padding_mask", "causal_mask", "target_mask", "shift_right", "teacher_forcing"],
+    "layers": ["PositionwiseFeedForward", "EncoderLayer", "Encoder"],
+    "model": ["DecoderLayer", "Decoder", "TransformerConfig", "Transformer", "load_torch_transformer_weights",
+              "stacks_from_torch_transformer"],
+    "params": ["count_parameters", "transformer_parameter_count", "mha_parameter_count", "ffn_parameter_count",
+               "encoder_layer_parameter_count", "decoder_layer_parameter_count", "transformer_flops"],
+    "data": ["load_multi30k", "multi30k_file", "multi30k_search_dirs", "default_cache_dir", "sha256_file",
+             "verify_checksum", "fetch_url", "read_lines_gz", "DataNotFoundError", "ChecksumError",
+             "SubwordTokenizer", "filter_by_length", "token_batches", "pad_sequences", "Batch",
+             "TokenBatches", "number_pairs"],
 }
 
 

@@ -6,3 +6,7 @@ from .attention import *  # noqa: F401,F403
 from .multihead import *  # noqa: F401,F403
 from .positional import *  # noqa: F401,F403
 from .masks import *  # noqa: F401,F403
+from .layers import *  # noqa: F401,F403
+from .model import *  # noqa: F401,F403
+from .params import *  # noqa: F401,F403
+from .data import *  # noqa: F401,F403

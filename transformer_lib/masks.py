@@ -6,7 +6,7 @@ right-shifted decoder input of teacher forcing."""
 # %% auto #0
 __all__ = ['padding_mask', 'causal_mask', 'target_mask', 'shift_right', 'teacher_forcing']
 
-# %% ../chapters/05_masking.ipynb #d4dd829f
+# %% ../chapters/05_masking.ipynb #60c522b3
 from typing import Optional, Union
 
 import torch
@@ -45,7 +45,7 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     _check_id("pad_id", pad_id)
     return (tokens != pad_id)[:, None, None, :]          # (B, L) -> (B, 1, 1, L)
 
-
+# %% ../chapters/05_masking.ipynb #4d114cdc
 def causal_mask(size: int, device: Optional[Union[str, torch.device]] = None) -> Tensor:
     """Lower-triangular mask: query `i` may attend to keys `j <= i` (itself and the past).
 
@@ -61,7 +61,7 @@ def causal_mask(size: int, device: Optional[Union[str, torch.device]] = None) ->
         raise ValueError(f"`size` must be a positive int (the sequence length), got {size!r}")
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()   # (L, L)
 
-
+# %% ../chapters/05_masking.ipynb #4ec29859
 def target_mask(tgt: Tensor, pad_id: int) -> Tensor:
     """The decoder self-attention mask: padding AND causal, combined by broadcasting.
 
@@ -77,7 +77,7 @@ def target_mask(tgt: Tensor, pad_id: int) -> Tensor:
     causal = causal_mask(tgt.shape[1], device=tgt.device)             # (T, T)
     return pad & causal                                               # (B, 1, T, T)
 
-
+# %% ../chapters/05_masking.ipynb #da79b7d5
 def shift_right(tokens: Tensor, bos_id: int) -> Tensor:
     """Shift a batch of sequences one step right, putting `bos_id` first and dropping the last.
 

@@ -6,10 +6,7 @@ embeddings, and rotary embeddings (RoPE) applied to queries and keys."""
 # %% auto #0
 __all__ = ['sinusoidal_positional_encoding', 'PositionalEncoding', 'LearnedPositionalEmbedding', 'RotaryEmbedding']
 
-# %% ../chapters/04_positional_encoding.ipynb #b4996296
-import math
-from typing import Optional
-
+# %% ../chapters/04_positional_encoding.ipynb #b757c5e0
 import torch
 from torch import Tensor, nn
 
@@ -27,15 +24,17 @@ def _check_even_width(name: str, value: int) -> int:
     return value
 
 
-def _check_positions(x: object, d_model: int, max_len: int, owner: str, offset: int = 0) -> Tensor:
+def _check_positions(x: object, d_model: int, max_len: int, owner: str, offset: int = 0,
+                     width_name: str = "d_model") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"`x` must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < 2 or not x.is_floating_point():
-        raise TypeError(f"`x` must be a floating-point tensor (..., L, {d_model}), "
-                        f"got dtype {x.dtype} and shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype}")
+    if x.dim() < 2:
+        raise ValueError(f"`x` must have shape (..., L, {width_name}={d_model}), got {tuple(x.shape)}")
     if x.shape[-1] != d_model:
         raise ValueError(f"`x` has {x.shape[-1]} features in its last dimension, but this {owner} "
-                         f"was built for d_model={d_model}; got shape {tuple(x.shape)}")
+                         f"was built for {width_name}={d_model}; got shape {tuple(x.shape)}")
     L = x.shape[-2]
     if offset + L > max_len:
         where = f"sequence length {L}" if offset == 0 else f"positions {offset}..{offset + L - 1}"
@@ -67,7 +66,7 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
     pe[:, 1::2] = torch.cos(angle)                                       # odd columns: cos
     return pe.to(torch.float32)
 
-
+# %% ../chapters/04_positional_encoding.ipynb #68b290da
 class PositionalEncoding(nn.Module):
     """Add the sinusoidal table to (already scaled) embeddings, then apply dropout.
 
@@ -97,7 +96,7 @@ class PositionalEncoding(nn.Module):
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
-
+# %% ../chapters/04_positional_encoding.ipynb #c0512bc0
 class LearnedPositionalEmbedding(nn.Module):
     """Learned absolute positions: one trainable vector per position, added like the table.
 
@@ -125,7 +124,7 @@ class LearnedPositionalEmbedding(nn.Module):
         p = self.embedding.weight[: x.shape[-2]].to(dtype=x.dtype)      # (L, d_model)
         return self.dropout(x + p)
 
-
+# %% ../chapters/04_positional_encoding.ipynb #9128c382
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding (RoPE, Su et al. 2021), applied to queries and keys.
 
@@ -157,7 +156,7 @@ class RotaryEmbedding(nn.Module):
         """
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"`offset` must be a non-negative int, got {offset!r}")
-        _check_positions(x, self.d_head, self.max_len, "RotaryEmbedding", offset)
+        _check_positions(x, self.d_head, self.max_len, "RotaryEmbedding", offset, "d_head")
         L = x.shape[-2]
         cos = self.cos[offset: offset + L]                    # (L, d_head/2)
         sin = self.sin[offset: offset + L]                    # (L, d_head/2)

@@ -1,0 +1,96 @@
+"""Does `torch.compile` speed up a training step of the `cpu` preset on a CPU?
+
+    python benchmarks/compile_cpu.py [--steps 12] [--repeats 5]
+
+One process, one thread. Builds the cpu preset's model twice (same weights), compiles one
+(`torch.compile(model, dynamic=True)`, as `TrainConfig(compile=True)` does), measures the
+compilation (the first steps), then times full training steps (forward, label-smoothed loss,
+backward, Adam) of the two models on the same real-sized batches, alternating eager and
+compiled, and prints the median ratio. Writes benchmarks/results/compile_cpu.json.
+Multi30k-shaped random batches: token ids uniform in an 8,000 vocabulary, lengths 8-14.
+"""
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from transformer_lib.training import TrainConfig, make_optimizer  # noqa: E402
+from transformer_lib.model import Transformer  # noqa: E402
+
+
+def batches(n: int, vocab: int, max_tokens: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        S, T = (int(x) for x in torch.randint(8, 15, (2,), generator=g))
+        B = max_tokens // (S + T + 1)
+        src = torch.randint(4, vocab, (B, S), generator=g)
+        tgt = torch.randint(4, vocab, (B, T + 1), generator=g)
+        tgt[:, 0] = 1
+        out.append((src, tgt))
+    return out
+
+
+def step(model, opt, src, tgt) -> None:
+    logits = model(src, tgt[:, :-1])                                       # (B, T, V)
+    loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=0,
+                           label_smoothing=0.1)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    cfg = TrainConfig.preset("cpu")
+    vocab = 8000
+    torch.manual_seed(0)
+    eager = Transformer(cfg.model_config(vocab))
+    twin = Transformer(cfg.model_config(vocab))
+    twin.load_state_dict(eager.state_dict())
+    compiled = torch.compile(twin, dynamic=True)
+    opt_e, opt_c = make_optimizer(eager), make_optimizer(twin)
+    data = batches(args.steps, vocab, cfg.max_tokens)
+
+    t0 = time.perf_counter()
+    for src, tgt in data[:3]:                       # compilation happens here (and on new shapes)
+        step(compiled, opt_c, src, tgt)
+    compile_s = time.perf_counter() - t0
+    for src, tgt in data[:3]:
+        step(eager, opt_e, src, tgt)
+    for src, tgt in data:                           # warm every shape once
+        step(compiled, opt_c, src, tgt)
+
+    t_eager, t_comp = [], []
+    for _ in range(args.repeats):                   # alternate: eager pass, compiled pass
+        for model, opt, times in ((eager, opt_e, t_eager), (compiled, opt_c, t_comp)):
+            t = time.perf_counter()
+            for src, tgt in data:
+                step(model, opt, src, tgt)
+            times.append((time.perf_counter() - t) / len(data))
+    e, c = statistics.median(t_eager), statistics.median(t_comp)
+    result = {"eager_step_s": e, "compiled_step_s": c, "speedup": e / c,
+              "compile_and_first_steps_s": compile_s, "steps": args.steps, "repeats": args.repeats,
+              "threads": 1, "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+              "max_tokens": cfg.max_tokens, "d_model": cfg.d_model, "vocab": vocab}
+    print(f"eager {e * 1e3:.0f} ms/step, compiled {c * 1e3:.0f} ms/step: speed-up x{e / c:.2f}; "
+          f"compilation + first 3 steps {compile_s:.0f} s")
+    out = Path(__file__).resolve().parent / "results" / "compile_cpu.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

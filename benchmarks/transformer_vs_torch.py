@@ -1,0 +1,209 @@
+"""Training step and eval forward: our `transformer_lib.Transformer` vs `torch.nn.Transformer`.
+
+Both models have the same embeddings (one shared matrix, x sqrt(d_model)), the same
+positional encoding, the same tied output layer and the same sizes (d_model=256, h=4,
+3+3 layers, d_ff=1024, vocabulary 8000); only the encoder/decoder stacks differ: ours, or
+`torch.nn.Transformer(batch_first=True)` given the same weights. A batch of 32 source and target
+sequences padded to length 40 (each row with its own length, so the padding masks matter).
+
+    python benchmarks/transformer_vs_torch.py [--pairs 10] [--threads 1]
+
+One CPU thread; the two models run alternately in one process (pair after pair, so drifts in
+the machine's speed hit both alike), and the medians are compared. Peak memory: the resident
+memory a first step adds beyond the model and optimizer (Adam's state included for the training
+step), measured in a fresh process per model. Writes benchmarks/results/transformer_vs_torch.json.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_lib import PositionalEncoding, Transformer, TransformerConfig, load_torch_transformer_weights
+
+# nn.Transformer's eval fast path warns that nested tensors are a prototype; that is not a result.
+warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.nn\.modules\.(transformer|activation)")
+
+D_MODEL, HEADS, LAYERS, D_FF, VOCAB, BATCH, LENGTH, PAD = 256, 4, 3, 1024, 8000, 32, 40, 0
+
+
+class TorchTransformerLM(nn.Module):
+    """`torch.nn.Transformer` wrapped with the same embedding, positional encoding and tied output as ours."""
+
+    def __init__(self, dropout: float) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, D_MODEL)
+        self.positional = PositionalEncoding(D_MODEL, max_len=512, dropout=dropout)
+        self.transformer = nn.Transformer(D_MODEL, HEADS, LAYERS, LAYERS, D_FF, dropout=dropout,
+                                          batch_first=True, norm_first=False, activation="relu")
+        self.output = nn.Linear(D_MODEL, VOCAB, bias=False)
+        self.output.weight = self.embed.weight
+        self.scale = math.sqrt(D_MODEL)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        src_pad, tgt_pad = src == PAD, tgt == PAD           # True = padding (PyTorch's sense)
+        T = tgt.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool).triu(1)  # True = masked (future keys)
+        x = self.positional(self.embed(src) * self.scale)
+        y = self.positional(self.embed(tgt) * self.scale)
+        h = self.transformer(x, y, tgt_mask=causal, src_key_padding_mask=src_pad,
+                             tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
+                             tgt_is_causal=True)
+        return self.output(h)
+
+
+def make_model(name: str, dropout: float = 0.1) -> nn.Module:
+    """`"ours"`: transformer_lib's Transformer; `"torch"`: nn.Transformer wrapped alike."""
+    torch.manual_seed(0)
+    if name == "ours":
+        config = TransformerConfig.base(VOCAB, d_model=D_MODEL, n_heads=HEADS, n_encoder_layers=LAYERS,
+                                        n_decoder_layers=LAYERS, d_ff=D_FF, dropout=dropout, max_len=512)
+        return Transformer(config)
+    model = TorchTransformerLM(dropout)
+    nn.init.normal_(model.embed.weight, std=D_MODEL ** -0.5)    # the same initialisation as ours
+    return model
+
+
+def make_models(dropout: float = 0.1) -> tuple[nn.Module, nn.Module]:
+    # Each model as its library builds it (nn.Transformer has one extra final LayerNorm per
+    # stack, a negligible cost).
+    return make_model("ours", dropout), make_model("torch", dropout)
+
+
+def make_batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    def padded() -> torch.Tensor:
+        tokens = torch.randint(1, VOCAB, (BATCH, LENGTH), generator=g)
+        lengths = torch.randint(LENGTH // 2, LENGTH + 1, (BATCH,), generator=g)
+        tokens[torch.arange(LENGTH)[None, :] >= lengths[:, None]] = PAD
+        return tokens
+    src, tgt = padded(), padded()
+    return src, tgt[:, :-1], tgt[:, 1:]
+
+
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, src, tgt_in, labels) -> None:
+    opt.zero_grad(set_to_none=True)
+    logits = model(src, tgt_in)                                      # (B, T, V)
+    loss = F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1), ignore_index=PAD)
+    loss.backward()
+    opt.step()
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def alternate(fns: dict, pairs: int, warmup: int = 2) -> dict:
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times = {name: [] for name in fns}
+    for i in range(pairs):
+        order = list(fns) if i % 2 == 0 else list(fns)[::-1]        # alternate who goes first
+        for name in order:
+            times[name].append(timed(fns[name]))
+    return times
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_memory_child(name: str, mode: str, threads: int) -> None:
+    """Run in a fresh process: the peak resident memory one step adds beyond model + optimizer."""
+    torch.set_num_threads(threads)
+    model = make_model(name)
+    src, tgt_in, labels = make_batch()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    if mode == "train":
+        model.train()
+        # Adam allocates its state on the first step: measure the first step, state included.
+        before = _rss_bytes()
+        train_step(model, opt, src, tgt_in, labels)
+    else:
+        model.eval()
+        before = _rss_bytes()
+        with torch.no_grad():
+            model(src, tgt_in)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024      # Linux: KiB
+    print(json.dumps({"peak_minus_start_bytes": peak - before}))
+
+
+def peak_memory_bytes(name: str, mode: str, threads: int) -> int:
+    out = subprocess.run([sys.executable, __file__, "--peak-child", name, mode, "--threads", str(threads)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["peak_minus_start_bytes"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "transformer_vs_torch.json"))
+    parser.add_argument("--peak-child", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.peak_child:
+        peak_memory_child(*args.peak_child, threads=args.threads)
+        return
+    torch.set_num_threads(args.threads)
+
+    ours, theirs = make_models()
+    src, tgt_in, labels = make_batch()
+    opts = {"ours": torch.optim.Adam(ours.parameters(), lr=1e-4),
+            "torch": torch.optim.Adam(theirs.parameters(), lr=1e-4)}
+    models = {"ours": ours, "torch": theirs}
+
+    for m in models.values():
+        m.train()
+    train = alternate({n: (lambda n=n: train_step(models[n], opts[n], src, tgt_in, labels)) for n in models},
+                      args.pairs)
+
+    for m in models.values():
+        m.eval()
+    def forward(n):
+        with torch.no_grad():
+            models[n](src, tgt_in)
+    evals = alternate({n: (lambda n=n: forward(n)) for n in models}, args.pairs)
+    train_peak = {n: peak_memory_bytes(n, "train", args.threads) for n in models}
+    eval_peak = {n: peak_memory_bytes(n, "eval", args.threads) for n in models}
+
+    def summary(times):
+        med = {n: statistics.median(t) for n, t in times.items()}
+        return {"median_ms": {n: round(1e3 * v, 2) for n, v in med.items()},
+                "speed_ratio_ours_vs_torch": round(med["torch"] / med["ours"], 3)}
+
+    result = {
+        "config": dict(d_model=D_MODEL, n_heads=HEADS, layers=f"{LAYERS}+{LAYERS}", d_ff=D_FF, vocab=VOCAB,
+                       batch=BATCH, length=LENGTH, threads=args.threads, pairs=args.pairs, dropout=0.1),
+        "machine": {"torch": torch.__version__, "python": platform.python_version(),
+                    "processor": platform.processor() or platform.machine()},
+        "train_step": {**summary(train), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in train_peak.items()}},
+        "eval_forward": {**summary(evals), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in eval_peak.items()}},
+        "parameters": {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()},
+    }
+    for name in ("train_step", "eval_forward"):
+        r = result[name]
+        print(f"{name:>12}: ours {r['median_ms']['ours']:8.1f} ms, torch {r['median_ms']['torch']:8.1f} ms "
+              f"-> ours is {r['speed_ratio_ours_vs_torch']:.2f}x torch's speed; peak memory ours "
+              f"{r['peak_extra_rss_mib']['ours']:.1f} MiB, torch {r['peak_extra_rss_mib']['torch']:.1f} MiB")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"written {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The one prepared GPU run (chapter 11b): the `base` preset on Multi30k de->en, at most about
+# 8 minutes in all (7 of training), then sacreBLEU greedy + beam on test_2016_flickr.
+# Results (small files only) go to $OUT: summary.json, metrics.jsonl, curves.png, samples.md.
+#
+#   OUT=/some/folder bash scripts/gpu_run.sh             # on the GPU machine
+#   bash scripts/gpu_run.sh --smoke                      # on a CPU: tiny model, 30 s budget
+#
+# Data: $TRANSFORMER_DATA_DIR, else data/ in the checkout (git-ignored; copy the Multi30k
+# files to data/multi30k/ before sending the tree to the GPU machine), else the cache/download.
+# Extra arguments go to scripts/gpu_run.py (e.g. --budget 300, --set dropout=0.1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if [ -z "${TRANSFORMER_DATA_DIR:-}" ] && [ -d data/multi30k ]; then
+  export TRANSFORMER_DATA_DIR="$PWD/data"
+fi
+PY="${PYTHON:-$(command -v python || command -v python3)}"
+if [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && ! command -v nvidia-smi >/dev/null 2>&1; then
+  PY=.venv/bin/python                       # the project's venv on a CPU machine
+fi
+OUT="${OUT:-runs/gpu_out}"
+BUDGET=420
+for a in "$@"; do [ "$a" = "--smoke" ] && BUDGET=30; done
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv || true
+start=$(date +%s)
+"$PY" scripts/gpu_run.py --out "$OUT" --budget "$BUDGET" "$@"
+echo "gpu_run.sh: done in $(( $(date +%s) - start )) s; results in $OUT"

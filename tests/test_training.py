@@ -1,0 +1,233 @@
+"""Training (chapter 11b) and its command line (chapter 11c): schedule, label smoothing, exact
+resume, DistributedDataParallel on gloo with two processes, the CLI and the GPU script (smoke).
+
+Everything here runs on the synthetic task `toy_translation_data` (no download, torch only)."""
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+from conftest import ROOT
+from transformer_lib.training import (TrainConfig, corpus_bleu, label_smoothed_cross_entropy,
+                                      make_optimizer, make_scheduler, noam_lr, read_metrics,
+                                      toy_translation_data, train, train_flops)
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
+# ----- the recipe -------------------------------------------------------------------------
+def test_noam_lr_values():
+    d, w = 512, 4000
+    assert noam_lr(1, d, w) == pytest.approx(d ** -0.5 * w ** -1.5)
+    assert noam_lr(w, d, w) == pytest.approx((d * w) ** -0.5)              # the peak
+    assert noam_lr(4 * w, d, w) == pytest.approx(noam_lr(w, d, w) / 2)       # 1/sqrt decay
+    lrs = [noam_lr(s, d, w) for s in range(1, 3 * w)]
+    peak = max(range(len(lrs)), key=lrs.__getitem__) + 1
+    assert peak == w
+    assert all(a < b for a, b in zip(lrs[:w - 1], lrs[1:w]))                 # warm-up rises
+    assert all(a > b for a, b in zip(lrs[w:-1], lrs[w + 1:]))                # then decays
+    assert noam_lr(100, d, w, scale=2.0) == pytest.approx(2 * noam_lr(100, d, w))
+
+
+@pytest.mark.parametrize("bad", [dict(step=0), dict(d_model=0), dict(warmup_steps=-1),
+                                 dict(scale=0.0), dict(step=1.5)])
+def test_noam_lr_rejects_bad_arguments(bad):
+    args = dict(step=10, d_model=64, warmup_steps=100, scale=1.0) | bad
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        noam_lr(**args)
+
+
+def test_scheduler_follows_noam_lr():
+    model = nn.Linear(4, 4)
+    opt = make_optimizer(model)
+    assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
+    sched = make_scheduler(opt, d_model=64, warmup_steps=10, scale=0.5)
+    for step in range(1, 40):
+        assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(step, 64, 10, 0.5))
+        opt.step()
+        sched.step()
+    with pytest.raises(ValueError, match="base learning rate"):
+        make_scheduler(torch.optim.Adam(model.parameters(), lr=1e-3), 64)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+@pytest.mark.parametrize("ignore_index", [None, 0])
+def test_label_smoothing_matches_torch(smoothing, ignore_index):
+    logits, target = torch.randn(64, 13) * 3, torch.randint(0, 13, (64,))
+    ours = label_smoothed_cross_entropy(logits, target, smoothing, ignore_index)
+    ref = nn.CrossEntropyLoss(label_smoothing=smoothing,
+                              ignore_index=-100 if ignore_index is None else ignore_index)(logits, target)
+    assert torch.allclose(ours, ref, atol=1e-6)
+
+
+def test_label_smoothing_errors():
+    with pytest.raises(ValueError, match="smoothing"):
+        label_smoothed_cross_entropy(torch.randn(3, 5), torch.zeros(3, dtype=torch.long), 1.0)
+    with pytest.raises(ValueError, match="target"):
+        label_smoothed_cross_entropy(torch.randn(3, 5), torch.zeros(4, dtype=torch.long))
+
+
+def test_presets():
+    cpu, base = TrainConfig.preset("cpu"), TrainConfig.preset("base")
+    assert (base.d_model, base.n_heads, base.n_encoder_layers, base.d_ff, base.dropout) == (512, 8, 6, 2048, 0.1)
+    assert cpu.d_model == 128 and cpu.max_sentence_tokens is not None
+    assert TrainConfig.preset("cpu", steps=7).steps == 7
+    with pytest.raises(ValueError, match="unknown preset"):
+        TrainConfig.preset("huge")
+    with pytest.raises(TypeError, match="learning_rate"):
+        TrainConfig.preset("cpu", learning_rate=1e-3)
+
+
+def test_train_flops_weights_term():
+    cfg = TrainConfig.preset("tiny")
+    # one token each side and no attention term: 6 x (weights a token passes through)
+    flops = train_flops(cfg, 100, [1], [1])
+    d, f = cfg.d_model, cfg.d_ff
+    weights = (cfg.n_encoder_layers * (4 * d * d + 2 * d * f)
+               + cfg.n_decoder_layers * (8 * d * d + 2 * d * f) + d * 100)
+    attention = 12 * d * (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers)
+    assert flops == 6 * weights + attention
+
+
+def test_corpus_bleu():
+    refs = ["a man is riding a bike .", "two dogs play in the snow ."]
+    score, sig = corpus_bleu(refs, refs)
+    assert score == pytest.approx(100.0) and "nrefs:1" in sig and "version:" in sig
+    assert corpus_bleu(["x y z", "q"], refs)[0] < 5
+    with pytest.raises(ValueError, match="hypotheses"):
+        corpus_bleu(["a"], refs)
+
+
+# ----- the loop ---------------------------------------------------------------------------
+def test_tiny_run_learns_and_writes_files(tmp_path):
+    data = toy_translation_data()
+    cfg = TrainConfig.preset("tiny", steps=300, log_every=50, eval_every=150, checkpoint_every=150)
+    model, summary = train(cfg, data, tmp_path, progress=False, final_eval=("greedy",))
+    assert {"metrics.jsonl", "summary.json", "checkpoint.pt"} <= {p.name for p in tmp_path.iterdir()}
+    records = read_metrics(tmp_path)
+    losses = [r["loss"] for r in records if r["kind"] == "train"]
+    assert losses[-1] < 0.6 * losses[0]
+    assert summary["bleu"]["greedy"] > 20          # a model that learnt nothing scores ~0
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved["steps"] == 300 and saved["hardware"]["device"] == "cpu"
+    assert not model.training
+
+
+def test_resume_is_exact(tmp_path):
+    """k steps + resume to 2k steps == 2k steps uninterrupted, loss for loss (crossing an epoch)."""
+    data = toy_translation_data(n_train=600)           # 19 batches an epoch
+    k = 15
+    common = dict(steps=2 * k, log_every=1, eval_every=7, checkpoint_every=1000, dropout=0.1)
+    kw = dict(progress=False, final_eval=())
+    train(TrainConfig.preset("tiny", **common), data, tmp_path / "a", **kw)
+    train(TrainConfig.preset("tiny", **{**common, "steps": k}), data, tmp_path / "b", **kw)
+    _, summary = train(TrainConfig.preset("tiny", **common), data, tmp_path / "b", resume=True, **kw)
+    a = [r["loss"] for r in read_metrics(tmp_path / "a") if r["kind"] == "train"]
+    b = [r["loss"] for r in read_metrics(tmp_path / "b") if r["kind"] == "train"]
+    assert len(a) == len(b) == 2 * k
+    assert a == b                                       # exactly, not approximately
+    assert summary["steps"] == 2 * k and summary["epochs"] > 1
+
+
+def test_resume_needs_a_checkpoint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="checkpoint"):
+        train(TrainConfig.preset("tiny"), toy_translation_data(n_train=64), tmp_path,
+              resume=True, progress=False)
+
+
+def test_time_budget_stops_cleanly(tmp_path):
+    cfg = TrainConfig.preset("tiny", steps=10**6, time_budget_s=1.0, log_every=10)
+    _, summary = train(cfg, toy_translation_data(), tmp_path, progress=False, final_eval=("greedy",))
+    assert summary["stopped_by"] == "time_budget" and 0 < summary["steps"] < 10**6
+    assert "greedy" in summary["bleu"]
+
+
+# ----- DistributedDataParallel on gloo, two processes --------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_worker(rank: int, world: int, port: int, out: str) -> None:
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        data = toy_translation_data(n_train=600)
+        cfg = TrainConfig.preset("tiny", steps=12, eval_every=1000, checkpoint_every=6)
+        model, summary = train(cfg, data, out, progress=False, final_eval=())
+        flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+        gathered = [torch.zeros_like(flat) for _ in range(world)]
+        dist.all_gather(gathered, flat)
+        torch.manual_seed(cfg.seed)                    # train()'s initialisation, redone
+        start = torch.cat([p.detach().flatten() for p in type(model)(model.config).parameters()])
+        if rank == 0:
+            torch.save({"params": gathered, "summary": summary,
+                        "moved": not torch.equal(gathered[0], start)}, os.path.join(out, "ddp.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_two_processes_on_gloo(tmp_path):
+    mp.spawn(_ddp_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    result = torch.load(tmp_path / "ddp.pt", weights_only=False)
+    p0, p1 = result["params"]
+    assert torch.equal(p0, p1), "the two processes' parameters differ after training"
+    assert result["moved"]
+    assert result["summary"]["world_size"] == 2 and result["summary"]["steps"] == 12
+    ck = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert len(ck["rng"]) == 2 and ck["world_size"] == 2     # every process's RNG state is saved
+
+
+# ----- the command line and the GPU script ------------------------------------------------
+def test_cli_runs_and_resumes(tmp_path):
+    base = [sys.executable, "-m", "transformer_lib.train", "--preset", "tiny", "--data", "toy",
+            "--out", str(tmp_path), "--no-progress", "--eval", "greedy"]
+    first = subprocess.run(base + ["--steps", "10"], capture_output=True, text=True, env=ENV, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "test BLEU (greedy)" in first.stdout and "sacreBLEU signature" in first.stdout
+    second = subprocess.run(base + ["--steps", "20", "--resume"], capture_output=True, text=True,
+                            env=ENV, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    steps = [r["step"] for r in read_metrics(tmp_path) if r["kind"] == "train"]
+    assert steps == list(range(1, 21))
+
+
+def test_cli_under_torchrun_gloo(tmp_path):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "transformer_lib.train", "--preset", "tiny", "--data", "toy", "--out", str(tmp_path),
+           "--steps", "8", "--no-progress", "--eval"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["steps"] == 8
+
+
+def test_cli_rejects_unknown_field():
+    proc = subprocess.run([sys.executable, "-m", "transformer_lib.train", "--set", "lr=1"],
+                          capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode != 0 and "unknown TrainConfig field 'lr'" in proc.stderr
+
+
+def test_gpu_script_smoke_on_cpu(tmp_path):
+    """scripts/gpu_run.py end to end on CPU: tiny model, synthetic data, a 5-second budget."""
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), "--smoke", "--data", "toy",
+                           "--budget", "5", "--out", str(out), "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = {p.name for p in out.iterdir()}
+    assert {"summary.json", "metrics.jsonl", "curves.png", "samples.md"} <= names
+    assert len(names) <= 8 and not any(n.endswith(".pt") for n in names)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped_by"] == "time_budget"
+    assert set(summary["bleu"]) == {"greedy", "beam"} and all(math.isfinite(v) for v in summary["bleu"].values())
