@@ -20,6 +20,7 @@ help:
 	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser)"
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
 	@echo "make bench  run the benchmarks in benchmarks/"
+	@echo "make train  train the cpu preset on Multi30k (minutes; TRAIN_ARGS=--resume to continue)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -68,6 +69,12 @@ execute: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The cpu preset of chapter 11b: metrics.jsonl, summary.json, checkpoint.pt into runs/cpu
+# (git-ignored). Data: the folder in TRANSFORMER_DATA_DIR, else the cache, else a download.
+TRAIN_ARGS ?=
+train: $(STAMP)
+	$(PY) -m transformer_lib.train --preset cpu --out runs/cpu $(TRAIN_ARGS)
 
 clean:
 	rm -rf _build book/_vendor

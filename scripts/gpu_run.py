@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from transformer_lib.training import (TrainConfig, multi30k_data, read_metrics,  # noqa: E402
-                                      toy_translation_data, train)
+                                      run_training, toy_translation_data)
 
 H200_BF16_DENSE_PEAK = 989e12   # FLOP/s, NVIDIA's H200 SXM datasheet (dense, no sparsity)
 
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
         data = multi30k_data(cfg, args.data_dir, tokenizer_path=run_dir / "tokenizer.json")
     print(f"data: {data.name}; config: {cfg}", flush=True)
     peak = H200_BF16_DENSE_PEAK if device == "cuda" else None
-    _, summary = train(cfg, data, run_dir, progress=sys.stderr.isatty(), peak_flops=peak)
+    _, summary = run_training(cfg, data, run_dir, progress=sys.stderr.isatty(), peak_flops=peak)
     summary["script_wall_s"] = time.perf_counter() - t0
     summary["smoke"] = args.smoke
     summary["peak_flops_note"] = ("H200 bf16 dense peak 989 TFLOP/s; model FLOPs = 6 per weight per "

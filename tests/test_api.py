@@ -23,6 +23,9 @@ PUBLIC = {
              "verify_checksum", "fetch_url", "read_lines_gz", "DataNotFoundError", "ChecksumError",
              "SubwordTokenizer", "filter_by_length", "token_batches", "pad_sequences", "Batch",
              "TokenBatches", "number_pairs"],
+    "training": ["make_optimizer", "noam_lr", "make_scheduler", "label_smoothed_cross_entropy", "TrainConfig",
+                 "TrainingData", "toy_translation_data", "multi30k_data", "translate", "corpus_bleu",
+                 "hardware_info", "train_flops", "evaluate_loss", "read_metrics", "run_training"],
 }
 
 

@@ -18,7 +18,7 @@ import torch.nn as nn
 from conftest import ROOT
 from transformer_lib.training import (TrainConfig, corpus_bleu, label_smoothed_cross_entropy,
                                       make_optimizer, make_scheduler, noam_lr, read_metrics,
-                                      toy_translation_data, train, train_flops)
+                                      run_training, toy_translation_data, train_flops)
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
 
@@ -86,15 +86,15 @@ def test_presets():
         TrainConfig.preset("cpu", learning_rate=1e-3)
 
 
-def test_train_flops_weights_term():
-    cfg = TrainConfig.preset("tiny")
-    # one token each side and no attention term: 6 x (weights a token passes through)
-    flops = train_flops(cfg, 100, [1], [1])
-    d, f = cfg.d_model, cfg.d_ff
-    weights = (cfg.n_encoder_layers * (4 * d * d + 2 * d * f)
-               + cfg.n_decoder_layers * (8 * d * d + 2 * d * f) + d * 100)
-    attention = 12 * d * (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers)
-    assert flops == 6 * weights + attention
+def test_train_flops_is_chapter_9s_count_summed():
+    from transformer_lib.params import transformer_flops
+    mcfg = TrainConfig.preset("cpu").model_config(8000)
+    assert train_flops(mcfg, [7, 12], [9, 4]) == transformer_flops(mcfg, 7, 9) + transformer_flops(mcfg, 12, 4)
+    d = mcfg.d_model
+    # roughly 6 FLOPs per weight per token: the output layer alone is 6 * d * V per target token
+    assert train_flops(mcfg, [1], [1]) > 6 * d * 8000
+    with pytest.raises(ValueError, match="differ"):
+        train_flops(mcfg, [1, 2], [1])
 
 
 def test_corpus_bleu():
@@ -110,7 +110,7 @@ def test_corpus_bleu():
 def test_tiny_run_learns_and_writes_files(tmp_path):
     data = toy_translation_data()
     cfg = TrainConfig.preset("tiny", steps=300, log_every=50, eval_every=150, checkpoint_every=150)
-    model, summary = train(cfg, data, tmp_path, progress=False, final_eval=("greedy",))
+    model, summary = run_training(cfg, data, tmp_path, progress=False, final_eval=("greedy",))
     assert {"metrics.jsonl", "summary.json", "checkpoint.pt"} <= {p.name for p in tmp_path.iterdir()}
     records = read_metrics(tmp_path)
     losses = [r["loss"] for r in records if r["kind"] == "train"]
@@ -127,9 +127,9 @@ def test_resume_is_exact(tmp_path):
     k = 15
     common = dict(steps=2 * k, log_every=1, eval_every=7, checkpoint_every=1000, dropout=0.1)
     kw = dict(progress=False, final_eval=())
-    train(TrainConfig.preset("tiny", **common), data, tmp_path / "a", **kw)
-    train(TrainConfig.preset("tiny", **{**common, "steps": k}), data, tmp_path / "b", **kw)
-    _, summary = train(TrainConfig.preset("tiny", **common), data, tmp_path / "b", resume=True, **kw)
+    run_training(TrainConfig.preset("tiny", **common), data, tmp_path / "a", **kw)
+    run_training(TrainConfig.preset("tiny", **{**common, "steps": k}), data, tmp_path / "b", **kw)
+    _, summary = run_training(TrainConfig.preset("tiny", **common), data, tmp_path / "b", resume=True, **kw)
     a = [r["loss"] for r in read_metrics(tmp_path / "a") if r["kind"] == "train"]
     b = [r["loss"] for r in read_metrics(tmp_path / "b") if r["kind"] == "train"]
     assert len(a) == len(b) == 2 * k
@@ -139,13 +139,13 @@ def test_resume_is_exact(tmp_path):
 
 def test_resume_needs_a_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError, match="checkpoint"):
-        train(TrainConfig.preset("tiny"), toy_translation_data(n_train=64), tmp_path,
+        run_training(TrainConfig.preset("tiny"), toy_translation_data(n_train=64), tmp_path,
               resume=True, progress=False)
 
 
 def test_time_budget_stops_cleanly(tmp_path):
     cfg = TrainConfig.preset("tiny", steps=10**6, time_budget_s=1.0, log_every=10)
-    _, summary = train(cfg, toy_translation_data(), tmp_path, progress=False, final_eval=("greedy",))
+    _, summary = run_training(cfg, toy_translation_data(), tmp_path, progress=False, final_eval=("greedy",))
     assert summary["stopped_by"] == "time_budget" and 0 < summary["steps"] < 10**6
     assert "greedy" in summary["bleu"]
 
@@ -164,11 +164,11 @@ def _ddp_worker(rank: int, world: int, port: int, out: str) -> None:
     try:
         data = toy_translation_data(n_train=600)
         cfg = TrainConfig.preset("tiny", steps=12, eval_every=1000, checkpoint_every=6)
-        model, summary = train(cfg, data, out, progress=False, final_eval=())
+        model, summary = run_training(cfg, data, out, progress=False, final_eval=())
         flat = torch.cat([p.detach().flatten() for p in model.parameters()])
         gathered = [torch.zeros_like(flat) for _ in range(world)]
         dist.all_gather(gathered, flat)
-        torch.manual_seed(cfg.seed)                    # train()'s initialisation, redone
+        torch.manual_seed(cfg.seed)                    # run_training()'s initialisation, redone
         start = torch.cat([p.detach().flatten() for p in type(model)(model.config).parameters()])
         if rank == 0:
             torch.save({"params": gathered, "summary": summary,

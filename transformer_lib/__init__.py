@@ -9,4 +9,6 @@ from .masks import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
 from .model import *  # noqa: F401,F403
 from .params import *  # noqa: F401,F403
+from .decoding import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
+from .training import *  # noqa: F401,F403
