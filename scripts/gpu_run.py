@@ -108,7 +108,8 @@ def main(argv=None) -> int:
     if args.data == "toy":
         data = toy_translation_data(seed=cfg.seed)
     else:
-        data = multi30k_data(cfg, args.data_dir, tokenizer_path=run_dir / "tokenizer.json")
+        data = multi30k_data(cfg, args.data_dir, tokenizer_path=run_dir / "tokenizer.json",
+                             max_test_sentences=100 if args.smoke else None)
     print(f"data: {data.name}; config: {cfg}", flush=True)
     peak = H200_BF16_DENSE_PEAK if device == "cuda" else None
     _, summary = run_training(cfg, data, run_dir, progress=sys.stderr.isatty(), peak_flops=peak)

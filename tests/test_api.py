@@ -23,9 +23,12 @@ PUBLIC = {
              "verify_checksum", "fetch_url", "read_lines_gz", "DataNotFoundError", "ChecksumError",
              "SubwordTokenizer", "filter_by_length", "token_batches", "pad_sequences", "Batch",
              "TokenBatches", "number_pairs"],
+    "decoding": ["softmax_with_temperature", "top_k_filter", "top_p_filter", "sample_logits", "IncrementalDecoder",
+                 "greedy_decode", "sample", "beam_search", "length_penalty_gnmt", "sequence_log_prob"],
     "training": ["make_optimizer", "noam_lr", "make_scheduler", "label_smoothed_cross_entropy", "TrainConfig",
                  "TrainingData", "toy_translation_data", "multi30k_data", "translate", "corpus_bleu",
                  "hardware_info", "train_flops", "evaluate_loss", "read_metrics", "run_training"],
+    "variants": ["EncoderOnlyTransformer", "DecoderOnlyTransformer", "mask_tokens_for_mlm"],
 }
 
 

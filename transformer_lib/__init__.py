@@ -12,3 +12,4 @@ from .params import *  # noqa: F401,F403
 from .decoding import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
 from .training import *  # noqa: F401,F403
+from .variants import *  # noqa: F401,F403

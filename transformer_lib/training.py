@@ -131,7 +131,7 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../chapters/11b_training.ipynb #98164fd5
+# %% ../chapters/11b_training.ipynb #251ee711
 @dataclass
 class TrainConfig:
     """Everything a training run needs besides the data: model size, recipe, schedule, run.
@@ -212,9 +212,9 @@ _PRESETS: dict[str, dict[str, Any]] = {
                  log_every=1, eval_every=20, eval_bleu_sentences=16, checkpoint_every=20),
     # a few minutes on a laptop CPU: short Multi30k pairs
     "cpu": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512,
-                max_len=128, max_tokens=3000, max_sentence_tokens=12, steps=2000,
-                warmup_steps=400, lr_scale=1.0, log_every=20, eval_every=500,
-                eval_bleu_sentences=200, checkpoint_every=500),
+                max_len=128, max_tokens=2500, max_sentence_tokens=12, steps=400,
+                warmup_steps=200, lr_scale=0.5, log_every=10, eval_every=200,
+                eval_bleu_sentences=200, checkpoint_every=200, num_threads=1),
     # the paper's base model (§6.1), for a GPU
     "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
                  max_len=256, max_tokens=25000, steps=100_000, warmup_steps=4000,
@@ -471,7 +471,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[f
     score = metric.corpus_score(list(hypotheses), [list(references)])
     return float(score.score), str(metric.get_signature())
 
-# %% ../chapters/11b_training.ipynb #4514f7cb
+# %% ../chapters/11b_training.ipynb #138c84cb
 def hardware_info(device: Union[str, torch.device, None] = None) -> dict[str, Any]:
     """A description of the machine a run used: device name, CPU, threads, library versions."""
     device = torch.device(device) if device is not None else torch.device("cpu")
@@ -551,6 +551,28 @@ def _seed_everything(seed: int) -> None:
 
 
 @torch.no_grad()
+def _eval_losses(model: nn.Module, batches: Sequence[_Pair], pad_id: int, label_smoothing: float,
+                 amp: bool) -> tuple[float, float]:
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    smoothed, nll, count = 0.0, 0.0, 0
+    try:
+        for src, tgt in batches:
+            src, tgt = src.to(device), tgt.to(device)
+            tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                 # (B, T), (B, T)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                logits = model(src, tgt_in)                          # (B, T, V)
+            flat, gold = logits.float().flatten(0, 1), labels.flatten()   # (B*T, V), (B*T,)
+            smoothed += float(F.cross_entropy(flat, gold, ignore_index=pad_id,
+                                              label_smoothing=label_smoothing, reduction="sum"))
+            nll += float(F.cross_entropy(flat, gold, ignore_index=pad_id, reduction="sum"))
+            count += int((labels != pad_id).sum())
+    finally:
+        model.train(was_training)
+    return smoothed / max(count, 1), nll / max(count, 1)
+
+
 def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
                   label_smoothing: float = 0.0, amp: bool = False) -> float:
     """Mean per-token cross-entropy of a model on batches (teacher forcing, no dropout).
@@ -566,26 +588,9 @@ def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
     Returns:
         The loss averaged over all real target tokens.
     """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    total, count = 0.0, 0
-    try:
-        for src, tgt in batches:
-            src, tgt = src.to(device), tgt.to(device)
-            tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                 # (B, T), (B, T)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-                logits = model(src, tgt_in)                          # (B, T, V)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(),
-                                   ignore_index=pad_id, label_smoothing=label_smoothing,
-                                   reduction="sum")
-            total += float(loss)
-            count += int((labels != pad_id).sum())
-    finally:
-        model.train(was_training)
-    return total / max(count, 1)
+    return _eval_losses(model, batches, pad_id, label_smoothing, amp)[0]
 
-# %% ../chapters/11b_training.ipynb #a2a0c3a9
+# %% ../chapters/11b_training.ipynb #f60c7589
 class _Metrics:
     """Appends one JSON object per line to `metrics.jsonl` (rank 0 only)."""
 
@@ -716,9 +721,9 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
                 "config": asdict(cfg), "model_config": asdict(mcfg), "world_size": world})
 
     def validate(n_sentences: int) -> dict[str, Any]:
-        rec: dict[str, Any] = {"val_loss": evaluate_loss(model, data.val_batches, data.pad_id,
-                                                         cfg.label_smoothing, amp)}
-        rec["val_nll"] = evaluate_loss(model, data.val_batches, data.pad_id, 0.0, amp)
+        rec: dict[str, Any] = {}
+        rec["val_loss"], rec["val_nll"] = _eval_losses(model, data.val_batches, data.pad_id,
+                                                       cfg.label_smoothing, amp)
         pairs = list(data.val_pairs)[:n_sentences]
         if pairs:
             hyps = translate(model, [s for s, _ in pairs], data)

@@ -110,7 +110,7 @@ def figure_selector(figures: Mapping[str, Union["Any", bytes]], description: str
     widgets.jslink((dropdown, "index"), (stack, "selected_index"))
     return widgets.VBox([dropdown, stack])
 
-# %% ../chapters/12_results_and_attention.ipynb #b4910634
+# %% ../chapters/12_results_and_attention.ipynb #1094bb4f
 from dataclasses import dataclass, field
 
 import torch
@@ -214,7 +214,7 @@ def translate_with_attention(model: nn.Module, tokenizer: "Any", sentence: str, 
     Returns:
         An `AttentionRecord`.
     """
-    from .decoding import greedy_decode
+    from transformer_lib.decoding import greedy_decode
 
     if not isinstance(sentence, str):
         raise TypeError(f"`sentence` must be a str, got {type(sentence).__name__}")
@@ -222,8 +222,9 @@ def translate_with_attention(model: nn.Module, tokenizer: "Any", sentence: str, 
     src_ids = tokenizer.encode(sentence, eos=src_eos)
     src = torch.tensor([src_ids], device=device)                               # (1, S)
     out = greedy_decode(model, src, max_len, tokenizer.bos_id, tokenizer.eos_id)[0].tolist()
-    out = [i for i in out if i != model.config.pad_id]                         # <bos> y_1 .. (<eos>)
-    if out[-1] != tokenizer.eos_id:                                            # stopped by max_len
+    if tokenizer.eos_id in out[1:]:                                            # <bos> y_1 .. y_n <eos>
+        out = out[:out.index(tokenizer.eos_id, 1) + 1]
+    else:                                                                      # stopped by max_len
         out = out + [tokenizer.eos_id]
     tgt = torch.tensor([out[:-1]], device=device)                              # (1, T): <bos> y_1 .. y_n
     maps = record_attention(model, src, tgt)
@@ -309,7 +310,7 @@ def word_attention(weights: Tensor, query_groups: "Sequence[Sequence[int]]",
     mq = mq / mq.sum(dim=1, keepdim=True)                # average over a query word's pieces
     return mq @ weights @ mk.T                           # (..., W_q, W_k)
 
-# %% ../chapters/12_results_and_attention.ipynb #329c0718
+# %% ../chapters/12_results_and_attention.ipynb #5f81ee70
 def figure_grid_selector(figures: "Mapping[tuple, Union[Any, bytes]]", descriptions: "Sequence[str]") -> "Any":
     """One dropdown per dimension of a grid of pre-rendered figures; works without a kernel.
 
@@ -362,8 +363,21 @@ def figure_grid_selector(figures: "Mapping[tuple, Union[Any, bytes]]", descripti
     return widgets.VBox([widgets.HBox(dropdowns), root])
 
 
+def _small_png(fig: "Any", dpi: int, colors: int = 64) -> bytes:
+    """`figure_to_png`, then reduced to a palette of `colors` colours (about 4x smaller; heatmaps
+    and text lose nothing visible). Falls back to the full PNG without Pillow."""
+    png = figure_to_png(fig, dpi=dpi)
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow comes with matplotlib
+        return png
+    buf = io.BytesIO()
+    Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=colors).save(buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
 def attention_explorer(records: "Sequence[AttentionRecord]", labels: "Optional[Sequence[str]]" = None,
-                       dpi: int = 60) -> "Any":
+                       dpi: int = 72) -> "Any":
     """An attention explorer: sentence, kind of attention, layer and head, one dropdown each.
 
     Every map is drawn in advance with `plot_attention`, and `figure_grid_selector` switches
@@ -373,7 +387,7 @@ def attention_explorer(records: "Sequence[AttentionRecord]", labels: "Optional[S
     Args:
         records: `AttentionRecord`s (from `translate_with_attention`), all from one model.
         labels: the sentence dropdown's entries; default: the first words of each source.
-        dpi: resolution of the images (a map is a few kB at 60).
+        dpi: resolution of the images (a map is about 5 kB at 72: PNG with a 64-colour palette).
 
     Returns:
         The widget (`ipywidgets.VBox`).
@@ -403,5 +417,5 @@ def attention_explorer(records: "Sequence[AttentionRecord]", labels: "Optional[S
                     else:                                   # stacks of different depths
                         ax.set_axis_off()
                         ax.text(0.5, 0.5, f"the model has no {kind} layer {layer + 1}", ha="center")
-                    figures[label, kind, f"layer {layer + 1}", f"head {head + 1}"] = figure_to_png(fig, dpi=dpi)
+                    figures[label, kind, f"layer {layer + 1}", f"head {head + 1}"] = _small_png(fig, dpi)
     return figure_grid_selector(figures, ["sentence", "attention", "layer", "head"])
