@@ -482,7 +482,7 @@ def sample(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: Opt
     with _EvalMode(model):
         return _generate(model, src, max_len, bos_id, eos_id, choose, src_mask, use_cache)
 
-# %% ../chapters/10_decoding.ipynb #46679e88
+# %% ../chapters/10_decoding.ipynb #139bfb69
 def length_penalty_gnmt(length: Union[int, Tensor], alpha: float = 0.6) -> Union[float, Tensor]:
     """The length penalty of Wu et al. (2016): `lp(Y) = ((5 + |Y|) / 6) ** alpha`.
 
@@ -507,9 +507,10 @@ def beam_search(model: nn.Module, src: Tensor, beam_size: int = 4, max_len: Opti
     Keeps the `beam_size` best partial outputs (by total log-probability) of every source
     sentence. A hypothesis that emits `eos_id` is finished and scored
     `log P(Y | X) / lp(|Y|)` with `lp = ((5 + |Y|) / 6) ** length_penalty` (`|Y|` counts the
-    generated tokens, `<eos>` included). A row stops early when it holds `beam_size` finished
-    hypotheses, or when no live hypothesis can still beat its best finished one; at `max_len`
-    the live hypotheses are scored the same way. The best-scoring hypothesis is returned.
+    generated tokens, `<eos>` included). A row stops early as soon as no live hypothesis can
+    still beat its best finished one (a live hypothesis can only lose log-probability, so its
+    best possible score is its log-probability divided by the largest penalty it can still
+    reach); at `max_len` the live hypotheses are scored the same way. The best-scoring hypothesis is returned.
     `beam_size=1` is greedy decoding. Same output convention as `greedy_decode`.
 
     Args:
@@ -589,7 +590,7 @@ def _beam_search(model, src, K, max_len, bos_id, eos_id, alpha, src_mask, use_ca
                 # A live hypothesis can only lose log-probability; its best possible score
                 # divides by the largest penalty it could still reach.
                 bound = alive / max(length_penalty_gnmt(t + 1, alpha), length_penalty_gnmt(longest, alpha))
-                if len(finished[b]) >= K or alive == float("-inf") or best_done >= bound:
+                if alive == float("-inf") or best_done >= bound:
                     row_done[b] = True
         if all(row_done) or t == max_len - 1:
             break_now = True
