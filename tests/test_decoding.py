@@ -301,3 +301,16 @@ def test_beam_search_exhaustive_with_eos(alpha):
         assert math.isclose(scores[b].item(), best, abs_tol=1e-4)
         got = [t for t in out[b, 1:].tolist()]
         assert got[:len(best_seq)] == best_seq and all(t == PAD for t in got[len(best_seq):])
+
+
+def test_default_max_len_and_explicit_src_mask():
+    model = make_model(seed=9)
+    src = make_src(seed=9)
+    out = beam_search(model, src, bos_id=BOS, eos_id=None)                # default: S + 50, capped at config.max_len
+    assert out.shape == (src.shape[0], min(src.shape[1] + 50, model.config.max_len))
+    mask = (src != PAD)[:, None, None, :]
+    assert torch.equal(greedy_decode(model, src, 20, BOS, EOS, src_mask=mask), greedy_decode(model, src, 20, BOS, EOS))
+    with pytest.raises(ValueError, match="src_mask"):
+        greedy_decode(model, src, 20, BOS, EOS, src_mask=mask[:, :, :, :3])
+    with pytest.raises(ValueError, match="src_mask"):                     # (B, 1, S, S): not a padding mask
+        greedy_decode(model, src, 20, BOS, EOS, src_mask=mask.expand(-1, 1, src.shape[1], -1))

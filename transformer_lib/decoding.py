@@ -8,7 +8,7 @@ key/value cache that makes generation linear in the output length."""
 __all__ = ['softmax_with_temperature', 'IncrementalDecoder', 'greedy_decode', 'sequence_log_prob', 'top_k_filter', 'top_p_filter',
            'sample_logits', 'sample', 'length_penalty_gnmt', 'beam_search']
 
-# %% ../chapters/10_decoding.ipynb #2ad9297d
+# %% ../chapters/10_decoding.ipynb #b44527aa
 import math
 from typing import Callable, Optional, Union
 
@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention import check_mask
 from .masks import _check_tokens, causal_mask, padding_mask
 from .model import Transformer
 from .multihead import MultiHeadAttention
@@ -55,7 +56,7 @@ def softmax_with_temperature(logits: Tensor, temperature: float = 1.0) -> Tensor
     x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
     return torch.softmax(x / T, dim=-1).to(logits.dtype)
 
-# %% ../chapters/10_decoding.ipynb #d87bd92f
+# %% ../chapters/10_decoding.ipynb #62c884a2
 def _split_heads(x: Tensor, n_heads: int) -> Tensor:
     N, L, d = x.shape
     return x.view(N, L, n_heads, d // n_heads).transpose(1, 2)           # (N, h, L, d_k)
@@ -107,11 +108,13 @@ class IncrementalDecoder:
         self.model, self.use_cache = model, bool(use_cache)
         cfg = model.config
         self.pad_id, self.vocab_size, self.max_len = cfg.pad_id, cfg.tgt_vocab_size, cfg.max_len
+        N, S = src.shape
         if src_mask is None:
             src_mask = padding_mask(src, cfg.pad_id)                                 # (N, 1, 1, S)
+        else:                                  # one mask for the encoder and cross-attention
+            src_mask = check_mask(src_mask, (N, 1, 1, S), "src_mask")
         with torch.no_grad():
             self.memory = model.encode(src, src_mask)                                # (N, S, d_model)
-        N, S = src.shape
         self.src_mask = src_mask.expand(N, 1, 1, S)                                  # (N, 1, 1, S)
         self.length = 0                                                              # positions fed so far
         self.tokens = src.new_empty(N, 0)                                            # (N, t) uncached path

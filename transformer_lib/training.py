@@ -131,7 +131,7 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../chapters/11b_training.ipynb #251ee711
+# %% ../chapters/11b_training.ipynb #2b876536
 @dataclass
 class TrainConfig:
     """Everything a training run needs besides the data: model size, recipe, schedule, run.
@@ -213,7 +213,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
     # a few minutes on a laptop CPU: short Multi30k pairs
     "cpu": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512,
                 max_len=128, max_tokens=2500, max_sentence_tokens=12, steps=400,
-                warmup_steps=200, lr_scale=0.5, log_every=10, eval_every=200,
+                warmup_steps=200, lr_scale=0.5, log_every=10, eval_every=100,
                 eval_bleu_sentences=200, checkpoint_every=200, num_threads=1),
     # the paper's base model (§6.1), for a GPU
     "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,

@@ -310,7 +310,7 @@ def word_attention(weights: Tensor, query_groups: "Sequence[Sequence[int]]",
     mq = mq / mq.sum(dim=1, keepdim=True)                # average over a query word's pieces
     return mq @ weights @ mk.T                           # (..., W_q, W_k)
 
-# %% ../chapters/12_results_and_attention.ipynb #5f81ee70
+# %% ../chapters/12_results_and_attention.ipynb #221c9054
 def figure_grid_selector(figures: "Mapping[tuple, Union[Any, bytes]]", descriptions: "Sequence[str]") -> "Any":
     """One dropdown per dimension of a grid of pre-rendered figures; works without a kernel.
 
@@ -363,7 +363,7 @@ def figure_grid_selector(figures: "Mapping[tuple, Union[Any, bytes]]", descripti
     return widgets.VBox([widgets.HBox(dropdowns), root])
 
 
-def _small_png(fig: "Any", dpi: int, colors: int = 64) -> bytes:
+def _small_png(fig: "Any", dpi: int, colors: int = 32) -> bytes:
     """`figure_to_png`, then reduced to a palette of `colors` colours (about 4x smaller; heatmaps
     and text lose nothing visible). Falls back to the full PNG without Pillow."""
     png = figure_to_png(fig, dpi=dpi)
@@ -387,7 +387,7 @@ def attention_explorer(records: "Sequence[AttentionRecord]", labels: "Optional[S
     Args:
         records: `AttentionRecord`s (from `translate_with_attention`), all from one model.
         labels: the sentence dropdown's entries; default: the first words of each source.
-        dpi: resolution of the images (a map is about 5 kB at 72: PNG with a 64-colour palette).
+        dpi: resolution of the images (a map is about 4 kB at 64: PNG with a 32-colour palette).
 
     Returns:
         The widget (`ipywidgets.VBox`).
