@@ -81,9 +81,11 @@ def nb_to_py(nb: nbformat.NotebookNode) -> str:
 
 def to_nb(src: Path, dst: Path) -> None:
     cells = py_to_cells(src.read_text(encoding="utf-8"))
-    old = {}
+    old, old_meta = {}, {}
     if dst.exists():
-        for c in nbformat.read(dst, as_version=4).cells:
+        old_nb = nbformat.read(dst, as_version=4)
+        old_meta = old_nb.metadata.get("widgets")  # saved widget state: the HTML book renders it
+        for c in old_nb.cells:
             if c.cell_type == "code":
                 old.setdefault(c.source, c)
     for c in cells:
@@ -100,6 +102,8 @@ def to_nb(src: Path, dst: Path) -> None:
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     }
+    if old_meta:
+        nb.metadata["widgets"] = old_meta
     nbformat.validate(nb)
     nbformat.write(nb, dst)
 
