@@ -15,15 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from transformer_lib import MultiHeadAttention
+
+from _common import machine, write_result
 
 D_MODEL, N_HEADS = 256, 4
 LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)
@@ -82,7 +82,7 @@ def main(pairs: int = 7) -> dict:
         "slope_lstm_L_ge_256": _slope([r["length"] for r in big], [r["median_ms_lstm"] for r in big]),
         "ratio_definition": "time(LSTM) / time(attention) per alternating pair; > 1 means attention is faster",
         "torch": torch.__version__,
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": machine(),
     }
 
 
@@ -98,7 +98,4 @@ if __name__ == "__main__":
               f"{r['median_speed_ratio_lstm_over_attention']:>13.2f}x")
     print(f"slopes of log time vs log L over L >= 256: attention {res['slope_attention_L_ge_256']:.2f}, "
           f"LSTM {res['slope_lstm_L_ge_256']:.2f}")
-    out = Path(__file__).with_name("results") / "attention_vs_lstm.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result("attention_vs_lstm", res)

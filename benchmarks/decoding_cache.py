@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
 from transformer_lib import Transformer, TransformerConfig, greedy_decode
+
+from _common import machine, write_result
 
 SIZES = dict(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256, n_heads=8, n_encoder_layers=3,
              n_decoder_layers=3, d_ff=1024, max_len=300)
@@ -83,7 +83,7 @@ def main(pairs: int = 3, uncached_pairs: int = 1) -> dict:
         "targets": {"growth_256_over_64_cached": "< 6 (linear: ~4)", "speedup_at_256": ">= 3"},
         "outputs_identical": True,
         "torch": torch.__version__,
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": machine(),
     }
     return result
 
@@ -104,7 +104,4 @@ if __name__ == "__main__":
     print(f"growth 256/64 tokens: cached {res['growth_256_over_64_cached']:.2f}x (target < 6), "
           f"uncached {res['growth_256_over_64_uncached']:.2f}x")
     print(f"speed-up of the cache at 256 tokens: {res['speedup_at_256']:.1f}x (target >= 3)")
-    out = Path(__file__).with_name("results") / "decoding_cache.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result("decoding_cache", res)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from transformer_lib import MultiHeadAttention, load_torch_mha_weights
+
+from _common import machine, write_result
 
 D_MODEL, N_HEADS, BATCH, LENGTH = 512, 8, 16, 128
 
@@ -75,7 +75,7 @@ def main(pairs: int = 15) -> dict:
         "median_speed_ratio_vs_torch_need_weights_true": statistics.median(ratios_w),
         "ratio_definition": "time(torch) / time(ours) per alternating pair; > 1 means ours is faster",
         "torch": torch.__version__,
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": machine(),
     }
     return result
 
@@ -92,7 +92,4 @@ if __name__ == "__main__":
     print(f"  nn.MultiheadAttention need_weights=True  {res['median_ms_torch_need_weights_true']:6.1f} ms")
     print(f"median speed ratio torch/ours: {res['median_speed_ratio_vs_torch']:.3f}x "
           f"(vs need_weights=True: {res['median_speed_ratio_vs_torch_need_weights_true']:.3f}x)")
-    out = Path(__file__).with_name("results") / "multihead_vs_torch.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result("multihead_vs_torch", res)
