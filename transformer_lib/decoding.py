@@ -235,14 +235,15 @@ class IncrementalDecoder:
         t = self.length
         self.self_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.self_kv]
 
-# %% ../chapters/10_decoding.ipynb #022d0270
-def _check_token_id(name: str, value: object, vocab: int, allow_none: bool = False) -> Optional[int]:
+# %% ../chapters/10_decoding.ipynb #37c40bff
+def _check_token_id(name: str, value: object, vocab: int, allow_none: bool = False,
+                    vocab_name: str = "the target vocabulary") -> Optional[int]:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"`{name}` must be an int token id{' or None' if allow_none else ''}, got {value!r}")
     if not 0 <= value < vocab:
-        raise ValueError(f"`{name}` must be a token id in [0, {vocab}) (the target vocabulary), got {value}")
+        raise ValueError(f"`{name}` must be a token id in [0, {vocab}) ({vocab_name}), got {value}")
     return value
 
 class _EvalMode:

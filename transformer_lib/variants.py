@@ -6,7 +6,7 @@ blocks as the encoder-decoder Transformer, and BERT's masked-language-model inpu
 # %% auto #0
 __all__ = ['EncoderOnlyTransformer', 'DecoderOnlyTransformer', 'mask_tokens_for_mlm']
 
-# %% ../chapters/13_beyond.ipynb #d0928411
+# %% ../chapters/13_beyond.ipynb #646146e7
 import math
 from typing import Optional, Sequence
 
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
-from .decoding import sample_logits
+from .decoding import _check_token_id, sample_logits
 from .layers import Encoder, _check_dropout, _check_positive
 from .masks import _check_tokens, causal_mask, padding_mask, target_mask
 from .positional import PositionalEncoding
@@ -35,13 +35,7 @@ def _check_token_ids(name: str, tokens: object, vocab_size: int, max_len: int) -
 
 
 def _check_pad_id(pad_id: object, vocab_size: int, allow_none: bool) -> Optional[int]:
-    if pad_id is None and allow_none:
-        return None
-    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-        raise TypeError(f"`pad_id` must be an int token id{' or None' if allow_none else ''}, got {pad_id!r}")
-    if not 0 <= pad_id < vocab_size:
-        raise ValueError(f"`pad_id` must be a token id, 0 <= pad_id < {vocab_size}, got {pad_id}")
-    return pad_id
+    return _check_token_id("pad_id", pad_id, vocab_size, allow_none, vocab_name="the vocabulary")
 
 
 class _TiedEncoderStack(nn.Module):
