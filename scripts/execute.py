@@ -21,6 +21,9 @@ def execute(path: Path, timeout: int = 1200) -> float:
     nb = nbformat.read(path, as_version=4)
     # Reproducible, quiet runs: one thread of BLAS, no tqdm in monitor threads.
     os.environ.setdefault("PYTHONHASHSEED", "0")
+    # Figures are displayed inline whatever the caller exported (MPLBACKEND=Agg shows nothing,
+    # and the stored outputs would lose their figures); the kernel inherits this environment.
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     client = NotebookClient(
         nb,
         timeout=timeout,
