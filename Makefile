@@ -2,6 +2,7 @@
 #   make book   set up .venv, export the package, build the HTML book into _build/html
 #   make test   set up .venv, then the whole suite: unit tests, strict nbval over every chapter,
 #               the export-in-sync check, the book build (-W) and a headless-browser check
+#   make lab    set up .venv, then JupyterLab on chapters/ with the project's kernel (live widgets)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -13,11 +14,12 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
 PYTEST_ARGS ?=
 
-.PHONY: help venv export vendor book test unit nbval bench execute train clean
+.PHONY: help venv export vendor book lab test unit nbval bench execute train clean
 
 help:
 	@echo "make book   build the HTML book into _build/html"
 	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser)"
+	@echo "make lab    open the chapters in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...)"
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
 	@echo "make bench  run the benchmarks in benchmarks/"
 	@echo "make train  train the cpu preset on Multi30k (minutes; TRAIN_ARGS=--resume to continue)"
@@ -51,6 +53,15 @@ vendor: $(VENDOR_STAMP)
 book: export vendor
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book: $(CURDIR)/_build/html/index.html"
+
+# JupyterLab on chapters/. JUPYTER_PATH puts .venv's kernel `python3` (and the widgets
+# extension, jupyterlab_widgets) ahead of any the user has installed elsewhere.
+LAB_ARGS ?=
+lab: export
+	@echo "JupyterLab on chapters/ with the kernel of $(CURDIR)/$(VENV); open the URL below (Ctrl-C twice stops it)"
+	JUPYTER_PATH="$(CURDIR)/$(VENV)/share/jupyter$${JUPYTER_PATH:+:$$JUPYTER_PATH}" \
+	  $(VENV)/bin/jupyter-lab --ServerApp.root_dir=chapters \
+	  --MultiKernelManager.default_kernel_name=python3 $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=900
