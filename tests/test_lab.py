@@ -1,0 +1,212 @@
+"""A real client in a live JupyterLab: chapter 2's explorer runs and its slider redraws the figure.
+
+The test starts JupyterLab (the one `make lab` runs) on 127.0.0.1 with a random port and a
+token, over a temporary copy of chapter 2, so the notebook in `chapters/` is never touched.
+Headless Chromium (Debian's `chromium`, driven by Playwright through `executable_path`:
+Playwright's own browser download is not needed) opens the notebook, runs every cell up to
+the explorer and the explorer itself, moves the `d_k` slider with the keyboard, and checks
+that the slider's value and the figure the kernel draws both change. That round trip (the
+browser tells the kernel, the kernel redraws, the browser shows it) is what "live widgets"
+means. Without Chromium the test is skipped with that instruction, except under CI=true,
+where it fails.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import IN_CI, ROOT
+
+CHAPTER = ROOT / "chapters" / "02_scaling.ipynb"
+EXPLORER_SOURCE = "d_k_slider = widgets.SelectionSlider("   # identifies the explorer cell
+LAB = Path(sys.executable).with_name("jupyter-lab")
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _skip_or_fail(msg: str):
+    if IN_CI:
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab on loopback over a copy of chapter 2: (base URL, token, notebook folder)."""
+    if _chromium() is None:
+        _skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _skip_or_fail("Playwright is missing: `make venv` installs requirements.txt")
+    if not LAB.exists():
+        _skip_or_fail("jupyter-lab is missing from the venv: `make venv` installs requirements.txt")
+    notebooks = tmp_path / "chapters"
+    notebooks.mkdir()
+    shutil.copy2(CHAPTER, notebooks / CHAPTER.name)
+    home = tmp_path / "home"   # settings, workspaces, runtime files: nothing of the user's is used or written
+    env = {**os.environ,
+           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
+           "JUPYTER_PATH": str(Path(sys.prefix) / "share" / "jupyter"),   # the project's kernel first
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYTHONHASHSEED": "0"}
+    port, token = _free_port(), secrets.token_hex(16)
+    cmd = [str(LAB), "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={notebooks}",
+           "--LabApp.expose_app_in_browser=True",          # window.jupyterapp: run cells by command
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           f"--LabApp.workspaces_dir={home / 'workspaces'}",
+           "--MultiKernelManager.default_kernel_name=python3"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = tmp_path / "jupyterlab.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+                                start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(f"{base}/api/status?token={token}", proc, log)
+        yield base, token, notebooks
+    finally:
+        proc.terminate()   # SIGTERM: the server shuts its kernels down and exits
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    base, token, notebooks = lab
+    original = _digest(CHAPTER)
+    t0 = time.monotonic()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium(), headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}", timeout=120_000)
+            page.wait_for_function(
+                """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                           return w && w.content && w.content.widgets && w.content.widgets.length > 0
+                                  && w.sessionContext && w.sessionContext.session
+                                  && w.sessionContext.session.kernel
+                                  && w.sessionContext.session.kernel.status === 'idle'; }""",
+                timeout=120_000)
+            # The explorer cell, by its source; select it, run everything above it, then it.
+            index = page.evaluate(
+                """(needle) => { const nb = window.jupyterapp.shell.currentWidget.content;
+                                 const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(needle));
+                                 if (i >= 0) { nb.activeCellIndex = i; nb.deselectAll();
+                                               nb.widgets[i].node.setAttribute('data-test', 'explorer'); }
+                                 return i; }""", EXPLORER_SOURCE)
+            assert index > 0, f"no cell of {CHAPTER.name} contains {EXPLORER_SOURCE!r}"
+            # The stored outputs go first, so every widget on the page comes from this kernel.
+            page.evaluate("""async () => { const c = window.jupyterapp.commands;
+                                           await c.execute('notebook:clear-all-cell-outputs');
+                                           await c.execute('notebook:run-all-above');
+                                           await c.execute('notebook:run-cell'); }""")
+            # Wait for the kernel to finish and for the explorer's widgets to be rendered.
+            page.wait_for_function(
+                """(i) => { const nb = window.jupyterapp.shell.currentWidget;
+                            const cell = nb.content.widgets[i];
+                            return nb.sessionContext.session.kernel.status === 'idle'
+                                   && cell.model.executionCount !== null
+                                   && cell.node.querySelector('.widget-slider .noUi-handle')
+                                   && cell.node.querySelector('img.widget-image'); }""",
+                arg=index, timeout=240_000, polling=500)
+            failed = page.evaluate(
+                """(i) => window.jupyterapp.shell.currentWidget.content.widgets.slice(0, i + 1)
+                       .filter(c => c.model.type === 'code')
+                       .flatMap(c => c.model.outputs.toJSON())
+                       .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)""",
+                index)
+            assert not failed, f"cells up to the explorer raised: {failed}"
+            cell = page.locator('.jp-Cell[data-test="explorer"]')
+            cell.scroll_into_view_if_needed()
+            slider = cell.locator(".widget-slider", has=page.locator(".widget-label", has_text="d_k"))
+            readout = slider.locator(".widget-readout")
+            image = cell.locator("img.widget-image")
+
+            def image_bytes() -> str:   # the figure the kernel sent, hashed (its blob: URL changes too)
+                return page.evaluate("""async (img) => { const r = await fetch(img.src);
+                                         const b = new Uint8Array(await r.arrayBuffer());
+                                         const h = await crypto.subtle.digest('SHA-256', b);
+                                         return Array.from(new Uint8Array(h)).map(x => x.toString(16).padStart(2, '0')).join(''); }""",
+                                     image.element_handle())
+
+            before_value, before_image = readout.inner_text().strip(), image_bytes()
+            assert before_value == "256", f"the d_k slider starts at {before_value!r}, expected 256"
+            # Move the slider as a reader would: focus its handle, press the right arrow key.
+            handle = slider.locator(".noUi-handle")
+            handle.focus()
+            handle.press("ArrowRight")
+            page.wait_for_function("(el) => el.innerText.trim() !== '256'", arg=readout.element_handle(),
+                                   timeout=30_000)
+            after_value = readout.inner_text().strip()
+            assert after_value == "1024", f"after one step right the slider reads {after_value!r}"
+            # The kernel saw the new value (observe callback), redrew, and the browser shows it.
+            deadline = time.monotonic() + 60
+            while (after_image := image_bytes()) == before_image and time.monotonic() < deadline:
+                page.wait_for_timeout(250)
+            assert after_image != before_image, "the figure did not change after moving the slider"
+            kernel_value = page.evaluate(
+                """async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+                                 const f = k.requestExecute({code: 'print(d_k_slider.value)', silent: false, store_history: false});
+                                 let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
+                                 await f.done; return text.trim(); }""")
+            assert kernel_value == "1024", f"the kernel's slider value is {kernel_value!r}, expected 1024"
+            assert not errors, f"JavaScript errors in the page: {errors}"
+        finally:
+            browser.close()
+    elapsed = time.monotonic() - t0
+    print(f"JupyterLab client test: {elapsed:.1f} s in the browser")
+    assert _digest(CHAPTER) == original, "the test modified chapters/02_scaling.ipynb"
