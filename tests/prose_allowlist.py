@@ -1,0 +1,42 @@
+"""The reviewed allow-list of tests/test_prose_numbers.py: numbers that may be typed in prose.
+
+Anything a chapter measures is glued from its code instead. What may be typed: the paper's
+own numbers (its hyperparameters, its tables, its results), formula constants, the inputs a
+chapter chooses for an example, dates. Each entry says why. Integers up to SMALL_INTEGER_MAX
+are allowed everywhere: counts in words, indices, chapter numbers, the paper's h = 8, N = 6.
+An entry that no longer occurs in its chapter fails the test, so the list cannot rot.
+"""
+
+SMALL_INTEGER_MAX = 13
+
+# Allowed in every chapter: the paper's base hyperparameters and its year.
+GLOBAL = {
+    "2017": "the year of the paper (Vaswani et al., 2017)",
+    "512": "the paper's d_model (base model, Table 3)",
+    "2048": "the paper's d_ff (base model, Table 3)",
+    "64": "the paper's d_k = d_v = d_model / h (base model)",
+    "0.1": "the paper's P_drop and label-smoothing epsilon (base model, §5.4)",
+    "10000": "the constant of the sinusoidal encoding's wavelengths (§3.5)",
+}
+
+ALLOWED: dict[str, dict[str, str]] = {
+    "01_qkv_attention": {
+        "1,0,1,0": "the worked example's chosen query/key vectors (inputs, checked by hand)",
+        "0,2,0,2": "the worked example's chosen query vector for 'love' (input)",
+        "0,1,0,1": "the worked example's chosen key vector for 'love' (input)",
+        "2.5": "PyTorch version since which SDPA zeroes fully masked rows (pull request 133882)",
+        "2.1": "the oldest PyTorch that pyproject.toml allows (torch>=2.1)",
+        "2.4": "the last PyTorch version whose SDPA returns NaN for a fully masked row",
+        "133882": "the number of the PyTorch pull request that made SDPA's softmax 'safe'",
+    },
+    "02_scaling": {
+        "16": "the chapter's chosen sizes: d_k = 16, 16 keys, values of width 16 (inputs)",
+        "256": "the chapter's chosen key width d_k = 256 (input)",
+        "1024": "the chapter's largest chosen key width d_k = 1024 (input)",
+        "32": "sqrt(1024) = 32, a formula constant (measured value glued next to it)",
+        "7.4": "e^2 = 7.39, arithmetic of the softmax example",
+        "20": "the score gap of the e^20 example (a chosen input)",
+        "2.77": "ln 16 = 2.77, the entropy of a uniform row over 16 keys (formula)",
+        "90": "the chapter's definition of 'at chance': loss above 90% of ln 16 (a threshold)",
+    },
+}
