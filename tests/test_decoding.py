@@ -175,7 +175,7 @@ def test_max_len_one_and_mode_restored():
     model = make_model().train()
     src = make_src()
     for fn in (lambda: greedy_decode(model, src, 1, BOS, EOS), lambda: sample(model, src, 1, BOS, EOS),
-               lambda: beam_search(model, src, 3, 1, BOS, EOS)):
+               lambda: beam_search(model, src, 1, BOS, EOS, beam_size=3)):
         out = fn()
         assert out.shape == (5, 1) and (out == BOS).all()
         assert model.training
@@ -205,10 +205,10 @@ def test_beam_search(norm_first):
     model = make_model(norm_first, seed=5)
     src = make_src(seed=5)
     greedy = greedy_decode(model, src, 20, BOS, EOS)
-    assert torch.equal(beam_search(model, src, 1, 20, BOS, EOS), greedy)
-    out, scores = beam_search(model, src, 4, 20, BOS, EOS, return_scores=True)
+    assert torch.equal(beam_search(model, src, 20, BOS, EOS, beam_size=1), greedy)
+    out, scores = beam_search(model, src, 20, BOS, EOS, beam_size=4, return_scores=True)
     assert (out[:, 0] == BOS).all() and out.shape[1] <= 20
-    assert torch.equal(out, beam_search(model, src, 4, 20, BOS, EOS, use_cache=False))
+    assert torch.equal(out, beam_search(model, src, 20, BOS, EOS, beam_size=4, use_cache=False))
     # generated tokens, <eos> included = the position of <eos> (the output starts with <bos>)
     lengths = torch.tensor([(r.index(EOS) if EOS in r else len(r) - 1) for r in out.tolist()])
     ref = sequence_log_prob(model, src, out, EOS) / length_penalty_gnmt(lengths.float(), 0.6)
@@ -265,11 +265,11 @@ def test_sequence_log_prob_matches_steps():
     (lambda m, s: sample(m, s, 10, BOS, EOS, top_p=0.0), ValueError, "top_p"),
     (lambda m, s: sample(m, s, 10, BOS, EOS, top_p=1.2), ValueError, "top_p"),
     (lambda m, s: sample(m, s, 10, BOS, EOS, generator=3), TypeError, "generator"),
-    (lambda m, s: beam_search(m, s, 0, 10, BOS, EOS), ValueError, "beam_size"),
-    (lambda m, s: beam_search(m, s, 4, 0, BOS, EOS), ValueError, "max_len"),
-    (lambda m, s: beam_search(m, s, 4, 10, None, EOS), TypeError, "bos_id"),
-    (lambda m, s: beam_search(m, s, 4, 10, BOS, EOS, length_penalty=-1), ValueError, "length_penalty"),
-    (lambda m, s: beam_search(m, s[None], 4, 10, BOS, EOS), ValueError, "src"),
+    (lambda m, s: beam_search(m, s, 10, BOS, EOS, beam_size=0), ValueError, "beam_size"),
+    (lambda m, s: beam_search(m, s, 0, BOS, EOS, beam_size=4), ValueError, "max_len"),
+    (lambda m, s: beam_search(m, s, 10, None, EOS, beam_size=4), TypeError, "bos_id"),
+    (lambda m, s: beam_search(m, s, 10, BOS, EOS, beam_size=4, length_penalty=-1), ValueError, "length_penalty"),
+    (lambda m, s: beam_search(m, s[None], 10, BOS, EOS, beam_size=4), ValueError, "src"),
 ])
 def test_errors_name_the_argument(fn, exc, name):
     with pytest.raises(exc, match=name):

@@ -93,8 +93,8 @@ def test_causality(model, batch):
 def test_incremental_decoding_matches_parallel(model, batch):
     src, tgt = batch
     memory = model.encode(src[:1])
-    steps = torch.stack([model.decode(tgt[:1, :t], memory)[:, -1] for t in range(1, 5)], dim=1)
-    torch.testing.assert_close(steps, model.decode(tgt[:1], memory), atol=1e-5, rtol=1e-5)
+    steps = torch.stack([model.decode(tgt[:1, :t], memory, src=src[:1])[:, -1] for t in range(1, 5)], dim=1)
+    torch.testing.assert_close(steps, model.decode(tgt[:1], memory, src=src[:1]), atol=1e-5, rtol=1e-5)
 
 
 def test_decoder_layer_past_equals_full_prefix():

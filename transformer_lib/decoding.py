@@ -8,8 +8,9 @@ key/value cache that makes generation linear in the output length."""
 __all__ = ['softmax_with_temperature', 'IncrementalDecoder', 'greedy_decode', 'sequence_log_prob', 'top_k_filter', 'top_p_filter',
            'sample_logits', 'sample', 'length_penalty_gnmt', 'beam_search']
 
-# %% ../chapters/10_decoding.ipynb #b44527aa
+# %% ../chapters/10_decoding.ipynb #19d6ee54
 import math
+import operator
 from typing import Callable, Optional, Union
 
 import torch
@@ -56,7 +57,7 @@ def softmax_with_temperature(logits: Tensor, temperature: float = 1.0) -> Tensor
     x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
     return torch.softmax(x / T, dim=-1).to(logits.dtype)
 
-# %% ../chapters/10_decoding.ipynb #62c884a2
+# %% ../chapters/10_decoding.ipynb #4e9fb83c
 def _split_heads(x: Tensor, n_heads: int) -> Tensor:
     N, L, d = x.shape
     return x.view(N, L, n_heads, d // n_heads).transpose(1, 2)           # (N, h, L, d_k)
@@ -97,7 +98,7 @@ class IncrementalDecoder:
             `model.config.max_len`).
     """
 
-    def __init__(self, model: nn.Module, src: Tensor, src_mask: Optional[Tensor] = None,
+    def __init__(self, model: Transformer, src: Tensor, src_mask: Optional[Tensor] = None,
                  use_cache: bool = True, capacity: int = 64) -> None:
         if not isinstance(model, Transformer):
             raise TypeError(f"`model` must be a transformer_lib.Transformer, got {type(model).__name__}")
@@ -235,21 +236,31 @@ class IncrementalDecoder:
         t = self.length
         self.self_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.self_kv]
 
-# %% ../chapters/10_decoding.ipynb #37c40bff
+# %% ../chapters/10_decoding.ipynb #3011fbce
+def _as_index(value: object) -> Optional[int]:
+    """`value` as a Python int if it is an integer (int, numpy integer, 0-d integer tensor), else None."""
+    if isinstance(value, bool) or (isinstance(value, Tensor) and value.dim() != 0):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
 def _check_token_id(name: str, value: object, vocab: int, allow_none: bool = False,
                     vocab_name: str = "the target vocabulary") -> Optional[int]:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    index = _as_index(value)
+    if index is None:
         raise TypeError(f"`{name}` must be an int token id{' or None' if allow_none else ''}, got {value!r}")
-    if not 0 <= value < vocab:
-        raise ValueError(f"`{name}` must be a token id in [0, {vocab}) ({vocab_name}), got {value}")
-    return value
+    if not 0 <= index < vocab:
+        raise ValueError(f"`{name}` must be a token id in [0, {vocab}) ({vocab_name}), got {index}")
+    return index
 
 class _EvalMode:
     """Context manager: the model in eval mode under `torch.no_grad()`, its mode restored after."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: Transformer) -> None:
         self.model = model
 
     def __enter__(self) -> None:
@@ -262,11 +273,13 @@ class _EvalMode:
         self.model.train(self.was_training)
         self.no_grad.__exit__(*exc)
 
-def _generate(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: Optional[int],
+def _generate(model: Transformer, src: Tensor, max_len: int, bos_id: int, eos_id: Optional[int],
               choose: Callable[[Tensor], Tensor], src_mask: Optional[Tensor], use_cache: bool) -> Tensor:
     """The loop shared by greedy decoding and sampling: one token per step for every row."""
-    dec = IncrementalDecoder(model, src, src_mask, use_cache=use_cache, capacity=max_len)
     B, device = src.shape[0], src.device
+    if B == 0:                                                                # empty batch: empty result
+        return torch.full((0, 1), bos_id, dtype=torch.long, device=device)
+    dec = IncrementalDecoder(model, src, src_mask, use_cache=use_cache, capacity=max_len)
     pad_id = dec.pad_id
     out = torch.full((B, max_len), pad_id, dtype=torch.long, device=device)   # (B, max_len)
     out[:, 0] = bos_id
@@ -283,26 +296,35 @@ def _generate(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: 
                 break
     return out[:, :length]
 
-def _check_max_len(max_len: object, model: nn.Module) -> int:
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
+def _check_max_len(max_len: object, model: Transformer) -> int:
+    n = _as_index(max_len)
+    if n is None or n < 1:
         raise ValueError(f"`max_len` must be an int >= 1 (the output length, <bos> included), got {max_len!r}")
+    max_len = n
     if max_len > model.config.max_len:
         raise ValueError(f"`max_len`={max_len} exceeds the model's max_len={model.config.max_len} "
                          f"(its positional encoding has no more positions)")
     return max_len
 
-def _check_decoding_args(model: nn.Module, src: Tensor, max_len: object, bos_id: object,
-                         eos_id: object) -> None:
+def _check_decoding_args(model: Transformer, src: Tensor, max_len: object, bos_id: object,
+                         eos_id: object) -> tuple[int, int, Optional[int]]:
+    """Check the arguments every decoding function shares; return `(max_len, bos_id, eos_id)` as ints.
+
+    `max_len=None` means the paper's "input length + 50", capped at `model.config.max_len`."""
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a transformer_lib.Transformer, got {type(model).__name__}")
     _check_tokens("src", src)
-    _check_max_len(max_len, model)
+    if bos_id is None:
+        raise TypeError("`bos_id` is required: the token every output starts with")
+    if max_len is None:
+        max_len = min(src.shape[1] + 50, model.config.max_len)
     V = model.config.tgt_vocab_size
-    _check_token_id("bos_id", bos_id, V)
-    _check_token_id("eos_id", eos_id, V, allow_none=True)
+    return (_check_max_len(max_len, model), _check_token_id("bos_id", bos_id, V),
+            _check_token_id("eos_id", eos_id, V, allow_none=True))
 
-def greedy_decode(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: Optional[int],
-                  *, src_mask: Optional[Tensor] = None, use_cache: bool = True) -> Tensor:
+def greedy_decode(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
+                  eos_id: Optional[int] = None, *, src_mask: Optional[Tensor] = None,
+                  use_cache: bool = True) -> Tensor:
     """Greedy decoding: at every step append the most probable next token.
 
     `max_len` counts every token of the output, `<bos>` included: at most `max_len - 1` tokens
@@ -311,12 +333,17 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_
     `eos_id=None` never stops early: the output has exactly `max_len` columns.
     Runs under `torch.no_grad()` in eval mode and restores the model's previous mode.
 
+    The three decoding functions share one signature style: `(model, src, max_len, bos_id,
+    eos_id)` by position or keyword, everything else keyword-only. Token ids may be Python,
+    numpy or 0-d tensor integers. An empty batch (`B = 0`) gives an empty `(0, 1)` result.
+
     Args:
         model: a `Transformer`.
         src: `(B, S)` integer source token ids (padded with `model.config.pad_id`).
-        max_len: output length limit, `<bos>` included; `1 <= max_len <= model.config.max_len`.
-        bos_id: the token every output starts with.
-        eos_id: the end-of-sequence token, or `None`.
+        max_len: output length limit, `<bos>` included; `1 <= max_len <= model.config.max_len`;
+            default `S + 50` (the paper's "input length + 50"), capped at `model.config.max_len`.
+        bos_id: the token every output starts with (required).
+        eos_id: the end-of-sequence token, or `None` (default: decode exactly `max_len` tokens).
         src_mask: optional bool `(B, 1, 1, S)`; default: the padding mask of `src`.
         use_cache: use the key/value cache (`IncrementalDecoder`); `False` recomputes the prefix.
 
@@ -324,12 +351,12 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_
         `(B, L)` LongTensor with `L <= max_len` (`L == max_len` when `eos_id is None`),
         `out[:, 0] == bos_id`.
     """
-    _check_decoding_args(model, src, max_len, bos_id, eos_id)
+    max_len, bos_id, eos_id = _check_decoding_args(model, src, max_len, bos_id, eos_id)
     with _EvalMode(model):
         return _generate(model, src, max_len, bos_id, eos_id, lambda logits: logits.argmax(dim=-1),
                          src_mask, use_cache)
 
-def sequence_log_prob(model: nn.Module, src: Tensor, tokens: Tensor, eos_id: Optional[int] = None,
+def sequence_log_prob(model: Transformer, src: Tensor, tokens: Tensor, eos_id: Optional[int] = None,
                       *, src_mask: Optional[Tensor] = None, per_token: bool = False) -> Tensor:
     """The model's log-probability of given outputs, `log P(Y | X)`, in one teacher-forced pass.
 
@@ -372,7 +399,7 @@ def sequence_log_prob(model: nn.Module, src: Tensor, tokens: Tensor, eos_id: Opt
             logp = logp.masked_fill(after_eos, 0.0)
     return logp if per_token else logp.sum(dim=-1)
 
-# %% ../chapters/10_decoding.ipynb #7ec7a4a9
+# %% ../chapters/10_decoding.ipynb #4db618a8
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
     """Keep the `k` largest logits of each row and set the others to `-inf`.
 
@@ -449,10 +476,10 @@ def sample_logits(logits: Tensor, temperature: float = 1.0, top_k: Optional[int]
     probs = torch.softmax(scaled, dim=-1)                                      # (N, V)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]             # (N,)
 
-def sample(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: Optional[int],
-           temperature: float = 1.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
-           generator: Optional[torch.Generator] = None, *, src_mask: Optional[Tensor] = None,
-           use_cache: bool = True) -> Tensor:
+def sample(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
+           eos_id: Optional[int] = None, *, temperature: float = 1.0, top_k: Optional[int] = None,
+           top_p: Optional[float] = None, generator: Optional[torch.Generator] = None,
+           src_mask: Optional[Tensor] = None, use_cache: bool = True) -> Tensor:
     """Ancestral sampling: at every step draw the next token from the model's distribution.
 
     Same output convention as `greedy_decode` (`max_len` counts `<bos>`; `eos_id=None` gives
@@ -470,7 +497,7 @@ def sample(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: Opt
     Returns:
         `(B, L)` LongTensor, `L <= max_len`, `out[:, 0] == bos_id`.
     """
-    _check_decoding_args(model, src, max_len, bos_id, eos_id)
+    max_len, bos_id, eos_id = _check_decoding_args(model, src, max_len, bos_id, eos_id)
     _check_temperature(temperature)
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"`top_k` must be a positive int or None, got {top_k!r}")
@@ -486,7 +513,7 @@ def sample(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: Opt
     with _EvalMode(model):
         return _generate(model, src, max_len, bos_id, eos_id, choose, src_mask, use_cache)
 
-# %% ../chapters/10_decoding.ipynb #139bfb69
+# %% ../chapters/10_decoding.ipynb #e66878ba
 def length_penalty_gnmt(length: Union[int, Tensor], alpha: float = 0.6) -> Union[float, Tensor]:
     """The length penalty of Wu et al. (2016): `lp(Y) = ((5 + |Y|) / 6) ** alpha`.
 
@@ -502,9 +529,9 @@ def length_penalty_gnmt(length: Union[int, Tensor], alpha: float = 0.6) -> Union
     """
     return ((5 + length) / 6) ** alpha
 
-def beam_search(model: nn.Module, src: Tensor, beam_size: int = 4, max_len: Optional[int] = None,
-                bos_id: Optional[int] = None, eos_id: Optional[int] = None, length_penalty: float = 0.6,
-                *, src_mask: Optional[Tensor] = None, use_cache: bool = True,
+def beam_search(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
+                eos_id: Optional[int] = None, *, beam_size: int = 4, length_penalty: float = 0.6,
+                src_mask: Optional[Tensor] = None, use_cache: bool = True,
                 return_scores: bool = False) -> Union[Tensor, tuple[Tensor, Tensor]]:
     """Beam search with the length penalty of Wu et al. (2016), as in the paper (§6.1).
 
@@ -531,21 +558,18 @@ def beam_search(model: nn.Module, src: Tensor, beam_size: int = 4, max_len: Opti
         `(B, L)` LongTensor (`L <= max_len`, padded with `model.config.pad_id`), and with
         `return_scores=True` also `(B,)` float scores `log P(Y | X) / lp(|Y|)`.
     """
-    if bos_id is None:
-        raise TypeError("`bos_id` is required: the token every output starts with")
-    if not isinstance(model, Transformer):
-        raise TypeError(f"`model` must be a transformer_lib.Transformer, got {type(model).__name__}")
-    _check_tokens("src", src)
-    if max_len is None:
-        max_len = min(src.shape[1] + 50, model.config.max_len)
-    _check_decoding_args(model, src, max_len, bos_id, eos_id)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+    max_len, bos_id, eos_id = _check_decoding_args(model, src, max_len, bos_id, eos_id)
+    K = _as_index(beam_size)
+    if K is None or K < 1:
         raise ValueError(f"`beam_size` must be an int >= 1, got {beam_size!r}")
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
             or not math.isfinite(length_penalty) or length_penalty < 0:
         raise ValueError(f"`length_penalty` must be a finite number >= 0 (alpha), got {length_penalty!r}")
+    if src.shape[0] == 0:                                                     # empty batch: empty result
+        out = torch.full((0, 1), bos_id, dtype=torch.long, device=src.device)
+        return (out, torch.zeros(0, device=src.device)) if return_scores else out
     with _EvalMode(model):
-        return _beam_search(model, src, beam_size, max_len, bos_id, eos_id, float(length_penalty),
+        return _beam_search(model, src, K, max_len, bos_id, eos_id, float(length_penalty),
                             src_mask, use_cache, return_scores)
 
 def _beam_search(model, src, K, max_len, bos_id, eos_id, alpha, src_mask, use_cache, return_scores):

@@ -6,26 +6,14 @@ connections, LayerNorm (post-LN as in the paper, or pre-LN), the encoder layer a
 # %% auto #0
 __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'Encoder']
 
-# %% ../chapters/06_encoder.ipynb #65d8bdc2
+# %% ../chapters/06_encoder.ipynb #a743b74a
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .multihead import MultiHeadAttention
-
-
-def _check_dropout(dropout: object) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"`dropout` must be a probability in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _check_positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive int, got {value!r}")
-    return value
+from .multihead import MultiHeadAttention, _check_dropout, _check_positive
 
 # %% ../chapters/06_encoder.ipynb #fb871964
 class PositionwiseFeedForward(nn.Module):

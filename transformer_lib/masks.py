@@ -45,7 +45,7 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     _check_id("pad_id", pad_id)
     return (tokens != pad_id)[:, None, None, :]          # (B, L) -> (B, 1, 1, L)
 
-# %% ../chapters/05_masking.ipynb #4d114cdc
+# %% ../chapters/05_masking.ipynb #362c1f48
 def causal_mask(size: int, device: Optional[Union[str, torch.device]] = None) -> Tensor:
     """Lower-triangular mask: query `i` may attend to keys `j <= i` (itself and the past).
 
@@ -57,7 +57,8 @@ def causal_mask(size: int, device: Optional[Union[str, torch.device]] = None) ->
         `(size, size)` `torch.bool`, `True` on and below the diagonal. The `False` entries,
         the ones removed, are the upper-right ones: keys after the query.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    # torch.SymInt: a symbolic length while torch.compile / torch.export trace with dynamic shapes
+    if isinstance(size, bool) or not isinstance(size, (int, torch.SymInt)) or size < 1:
         raise ValueError(f"`size` must be a positive int (the sequence length), got {size!r}")
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()   # (L, L)
 

@@ -8,10 +8,11 @@ with `torch.nn.Transformer`."""
 __all__ = ['DecoderLayer', 'Decoder', 'TransformerConfig', 'Transformer', 'load_torch_transformer_weights',
            'stacks_from_torch_transformer']
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #e7b19ac2
+# %% ../chapters/07_decoder_cross_attention.ipynb #25cad2ee
+import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -108,7 +109,7 @@ class Decoder(nn.Module):
             x = layer(x, memory, tgt_mask, memory_mask)   # every layer reads the same memory
         return x if self.norm is None else self.norm(x)
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #c73f5f51
+# %% ../chapters/07_decoder_cross_attention.ipynb #a3243528
 @dataclass
 class TransformerConfig:
     """Sizes and switches of a `Transformer`; the defaults are the paper's base model.
@@ -126,6 +127,9 @@ class TransformerConfig:
         share_embeddings: one embedding matrix for source and target (needs equal vocabularies).
         tie_output: the output projection reuses the target embedding matrix (as the paper).
         norm_first: `False` = post-LN (the paper), `True` = pre-LN.
+        final_norm: end each stack with a LayerNorm; `None` (default) = only in pre-LN, as the
+            paper's layout needs. `True` gives `torch.nn.Transformer`'s layout, whose weights
+            `Transformer.load_torch_transformer_weights` then loads.
     """
 
     src_vocab_size: int
@@ -141,6 +145,7 @@ class TransformerConfig:
     share_embeddings: bool = False
     tie_output: bool = True
     norm_first: bool = False
+    final_norm: Optional[bool] = None
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
@@ -161,9 +166,16 @@ class TransformerConfig:
         for name in ("share_embeddings", "tie_output", "norm_first"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"`{name}` must be a bool, got {getattr(self, name)!r}")
+        if self.final_norm is not None and not isinstance(self.final_norm, bool):
+            raise TypeError(f"`final_norm` must be a bool or None, got {self.final_norm!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"`share_embeddings=True` needs one vocabulary, but src_vocab_size="
                              f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+
+    @property
+    def has_final_norm(self) -> bool:
+        """Whether each stack ends with a LayerNorm: `final_norm`, by default `norm_first`."""
+        return self.norm_first if self.final_norm is None else self.final_norm
 
     @classmethod
     def base(cls, vocab_size: int, **overrides: Any) -> "TransformerConfig":
@@ -181,7 +193,14 @@ class TransformerConfig:
                       d_ff=4096, dropout=0.3, share_embeddings=True, tie_output=True)
         return cls(**{**fields, **overrides})
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #a98b925d
+# %% ../chapters/07_decoder_cross_attention.ipynb #f6406e70
+def _values_checkable(t: Tensor) -> bool:
+    """Whether token *values* may be inspected now: not while `torch.compile` or `torch.export`
+    trace the model (a value check there is a graph break or a data-dependent branch), and not
+    on the `meta` device (no values). Shape and dtype checks read metadata only and always run."""
+    return not (torch.compiler.is_compiling() or t.device.type == "meta")
+
+
 class Transformer(nn.Module):
     """The encoder-decoder Transformer of *Attention Is All You Need*.
 
@@ -191,27 +210,50 @@ class Transformer(nn.Module):
     the loss (`F.cross_entropy`) or the decoding code: `forward` returns logits.
 
     Masks left `None` are derived from `config.pad_id`: the source padding mask (for encoder
-    self-attention and cross-attention) and the target mask (padding AND causal).
+    self-attention and cross-attention) and the target mask (padding AND causal). `decode`
+    needs to know the source padding too: pass `src=` (the mask is derived) or `src_mask=`.
+
+    **Input checks.** Every public method checks its token tensors once per call: a clear
+    `TypeError`/`ValueError` for a non-tensor, a dtype other than `torch.long`/`torch.int`
+    (what `nn.Embedding` accepts), a shape other than `(B, L)`, `L > max_len`, and ids outside
+    the vocabulary. The id-range check reads the values: on CUDA that is a device-to-host
+    sync, so it runs only while `validate_args` is True (the default) and never while
+    `torch.compile` or `torch.export` trace the model (so `fullgraph=True` compiles) or on
+    the `meta` device. `torch.jit.trace` is refused with a clear error: a trace freezes the
+    sequence lengths that the masks depend on; `torch.export` handles them as dynamic. A training loop that checked its data once sets
+    `model.validate_args = False`. An empty batch (`B = 0`) gives an empty result.
 
     Args:
         config: a `TransformerConfig`.
+        device, dtype: where and in which floating-point type to create the parameters, as in
+            `torch.nn` modules (e.g. `device="meta"` builds the model without allocating it).
+        validate_args: check token ids against the vocabulary at every call (see above).
     """
 
-    def __init__(self, config: TransformerConfig) -> None:
+    def __init__(self, config: TransformerConfig, *, device: Optional[Union[str, torch.device]] = None,
+                 dtype: Optional[torch.dtype] = None, validate_args: bool = True) -> None:
         super().__init__()
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"`config` must be a TransformerConfig, got {type(config).__name__}")
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {dtype!r}")
+        self.validate_args = bool(validate_args)
         c = self.config = config
-        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
-        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
-        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
-        self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_encoder_layers, c.dropout, c.norm_first)
-        self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_decoder_layers, c.dropout, c.norm_first)
-        self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
-        self.embed_scale = math.sqrt(c.d_model)
-        self._reset_parameters()
+        with torch.device(device) if device is not None else contextlib.nullcontext():
+            self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
+            self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
+            self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+            self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_encoder_layers, c.dropout, c.norm_first,
+                                   final_norm=c.final_norm)
+            self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_decoder_layers, c.dropout, c.norm_first,
+                                   final_norm=c.final_norm)
+            self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+            self.embed_scale = math.sqrt(c.d_model)
+            self._reset_parameters()
         if c.tie_output:
             self.output.weight = self.tgt_embed.weight     # one matrix, (V, d_model), used twice
+        if dtype is not None:
+            self.to(dtype)
 
     def _reset_parameters(self) -> None:
         # Xavier on every matrix of the stacks (as torch.nn.Transformer does), N(0, 1/d_model)
@@ -226,19 +268,27 @@ class Transformer(nn.Module):
         if not self.config.tie_output:
             nn.init.normal_(self.output.weight, std=self.config.d_model ** -0.5)
 
-    # ----- checks -------------------------------------------------------------------------
+    # ----- checks (once per public call) ---------------------------------------------------
     def _check_tokens(self, name: str, tokens: object, vocab_size: int) -> Tensor:
+        if torch.jit.is_tracing():
+            raise RuntimeError("torch.jit.trace cannot record this model faithfully: its masks and checks "
+                               "depend on the sequence lengths, which a trace freezes. Use "
+                               "torch.export.export (dynamic lengths supported) or torch.compile instead")
         tokens = _check_tokens(name, tokens)                    # Tensor, integer dtype, 2-D
+        if tokens.dtype not in (torch.long, torch.int):
+            raise TypeError(f"`{name}` must hold torch.long or torch.int token ids (what nn.Embedding "
+                            f"accepts), got {tokens.dtype}: convert with `{name}.long()`")
         L = tokens.shape[1]
         if L == 0:
             raise ValueError(f"`{name}` is empty: got shape {tuple(tokens.shape)}, expected (B, L) with L >= 1")
         if L > self.config.max_len:
             raise ValueError(f"`{name}` has length {L}, longer than max_len={self.config.max_len} "
                              f"of this model's config")
-        lo, hi = torch.aminmax(tokens)
-        if lo < 0 or hi >= vocab_size:
-            raise ValueError(f"`{name}` holds token ids in [{int(lo)}, {int(hi)}], outside the vocabulary: "
-                             f"expected 0 <= id < {vocab_size}")
+        if self.validate_args and tokens.numel() > 0 and _values_checkable(tokens):
+            lo, hi = (int(v) for v in torch.aminmax(tokens))    # the one device-to-host sync
+            if lo < 0 or hi >= vocab_size:
+                raise ValueError(f"`{name}` holds token ids in [{lo}, {hi}], outside the vocabulary: "
+                                 f"expected 0 <= id < {vocab_size}")
         return tokens
 
     def _check_memory(self, memory: object, batch: int) -> Tensor:
@@ -250,7 +300,7 @@ class Transformer(nn.Module):
                              f"got {tuple(memory.shape)}")
         return memory
 
-    # ----- the three parts ----------------------------------------------------------------
+    # ----- the parts ------------------------------------------------------------------------
     def embed_src(self, src: Tensor) -> Tensor:
         """Source token ids `(B, S)` -> `dropout(embedding * sqrt(d_model) + PE)`, `(B, S, d_model)`."""
         return self.positional(self.src_embed(src) * self.embed_scale)
@@ -269,6 +319,16 @@ class Transformer(nn.Module):
     def project(self, h: Tensor) -> Tensor:
         """Decoder states `(B, T, d_model)` -> logits over the target vocabulary `(B, T, V)`."""
         return self.output(h)
+
+    def _decode(self, tgt: Tensor, memory: Tensor, src_mask: Optional[Tensor],
+                tgt_mask: Optional[Tensor]) -> Tensor:
+        B, T = tgt.shape
+        if tgt_mask is None:
+            tgt_mask = target_mask(tgt, self.config.pad_id)             # (B, 1, T, T)
+        else:
+            check_mask(tgt_mask, (B, self.config.n_heads, T, T), "tgt_mask")
+        h = self.decoder(self.embed_tgt(tgt), memory, tgt_mask, src_mask)   # (B, T, d_model)
+        return self.project(h)                                          # (B, T, V)
 
     # ----- public API ---------------------------------------------------------------------
     def encode(self, src: Tensor, src_mask: Optional[Tensor] = None) -> Tensor:
@@ -291,16 +351,22 @@ class Transformer(nn.Module):
         return self.encoder(self.embed_src(src), src_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor, src_mask: Optional[Tensor] = None,
-               tgt_mask: Optional[Tensor] = None) -> Tensor:
+               tgt_mask: Optional[Tensor] = None, *, src: Optional[Tensor] = None) -> Tensor:
         """Decode target token ids against the encoder's `memory`: embed, decoder stack, output layer.
+
+        The decoder must not attend to the source's padding, and `memory` alone does not say
+        where it is: give `src=` (the source tokens; the mask is derived from `config.pad_id`,
+        as `forward` does) or `src_mask=`. Then `decode(tgt, encode(src), src=src)` equals
+        `forward(src, tgt)`. With neither, `decode` refuses to guess and raises `ValueError`.
 
         Args:
             tgt: `(B, T)` integer decoder-input token ids (right-shifted targets in training).
             memory: `(B, S, d_model)` from `encode`.
             src_mask: bool broadcastable to `(B, h, T, S)`, the source positions the decoder may
-                attend to; default `None` = all (pass the source padding mask, as `forward` does).
+                attend to (e.g. `padding_mask(src, pad_id)`, `(B, 1, 1, S)`).
             tgt_mask: bool broadcastable to `(B, h, T, T)`; default: padding AND causal from
                 `config.pad_id`, `(B, 1, T, T)`.
+            src: `(B, S)` source token ids, to derive `src_mask` from (keyword only).
 
         Returns:
             logits `(B, T, tgt_vocab_size)`.
@@ -308,14 +374,21 @@ class Transformer(nn.Module):
         tgt = self._check_tokens("tgt", tgt, self.config.tgt_vocab_size)
         B, T = tgt.shape
         memory = self._check_memory(memory, B)
-        if src_mask is not None:
-            check_mask(src_mask, (B, self.config.n_heads, T, memory.shape[1]), "src_mask")
-        if tgt_mask is None:
-            tgt_mask = target_mask(tgt, self.config.pad_id)             # (B, 1, T, T)
+        if src is not None:
+            if src_mask is not None:
+                raise ValueError("give `decode` either `src` or `src_mask`, not both")
+            src = self._check_tokens("src", src, self.config.src_vocab_size)
+            if tuple(src.shape) != tuple(memory.shape[:2]):
+                raise ValueError(f"`src` {tuple(src.shape)} does not match `memory` {tuple(memory.shape)}: "
+                                 f"expected (B, S) = {tuple(memory.shape[:2])}")
+            src_mask = padding_mask(src, self.config.pad_id)            # (B, 1, 1, S)
+        elif src_mask is None:
+            raise ValueError("`decode` needs the source padding: pass `src=` (the source tokens) or "
+                             "`src_mask=` (e.g. padding_mask(src, pad_id)); without it the decoder would "
+                             "attend to padded source positions and differ from `forward`")
         else:
-            check_mask(tgt_mask, (B, self.config.n_heads, T, T), "tgt_mask")
-        h = self.decoder(self.embed_tgt(tgt), memory, tgt_mask, src_mask)   # (B, T, d_model)
-        return self.project(h)                                          # (B, T, V)
+            check_mask(src_mask, (B, self.config.n_heads, T, memory.shape[1]), "src_mask")
+        return self._decode(tgt, memory, src_mask, tgt_mask)
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Optional[Tensor] = None,
                 tgt_mask: Optional[Tensor] = None) -> Tensor:
@@ -336,10 +409,29 @@ class Transformer(nn.Module):
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(f"`src` and `tgt` must have the same batch size, got src {tuple(src.shape)} "
                              f"and tgt {tuple(tgt.shape)}")
+        (B, S), T = src.shape, tgt.shape[1]
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)            # (B, 1, 1, S)
-        memory = self.encode(src, src_mask)                             # (B, S, d_model)
-        return self.decode(tgt, memory, src_mask, tgt_mask)             # (B, T, V)
+        else:                                  # used by the encoder (S queries) and the decoder (T)
+            check_mask(src_mask, (B, self.config.n_heads, S, S), "src_mask")
+            check_mask(src_mask, (B, self.config.n_heads, T, S), "src_mask")
+        memory = self.encoder(self.embed_src(src), src_mask)            # (B, S, d_model)
+        return self._decode(tgt, memory, src_mask, tgt_mask)            # (B, T, V)
+
+    def load_torch_transformer_weights(self, torch_transformer: nn.Transformer) -> "Transformer":
+        """Copy a `torch.nn.Transformer`'s encoder and decoder weights into this model (in place).
+
+        `nn.Transformer` has no embeddings or output layer, so those stay as they are. It ends
+        each stack with a LayerNorm, so this model needs `config.final_norm=True`.
+
+        Returns:
+            `self`, whose `encoder`/`decoder` now compute what the source's stacks compute.
+        """
+        if not self.config.has_final_norm:
+            raise ValueError("torch.nn.Transformer ends each stack with a LayerNorm: build this model with "
+                             "TransformerConfig(..., final_norm=True) to load its weights")
+        load_torch_transformer_weights(self.encoder, self.decoder, torch_transformer)
+        return self
 
 # %% ../chapters/07_decoder_cross_attention.ipynb #19fc84ca
 def _torch_layers_compatible(ours: nn.Module, theirs: nn.Module, what: str) -> None:

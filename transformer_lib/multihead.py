@@ -6,15 +6,27 @@ and their outputs are concatenated and mixed by W_O — equal to `torch.nn.Multi
 # %% auto #0
 __all__ = ['MultiHeadAttention', 'load_torch_mha_weights']
 
-# %% ../chapters/03_multi_head.ipynb #1e35b2cd
+# %% ../chapters/03_multi_head.ipynb #3bcf4f20
 import math
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import _check_tensor, attention, check_mask
+
+
+def _check_dropout(dropout: object, name: str = "dropout") -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"`{name}` must be a probability, a float in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def _check_positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"`{name}` must be a positive int, got {value!r}")
+    return value
 
 
 class MultiHeadAttention(nn.Module):
@@ -44,24 +56,27 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads `h`.
         dropout: dropout probability on the attention weights (training mode only).
         bias: whether the projections have biases.
+        device, dtype: where and in which floating-point type to create the parameters, as in
+            `torch.nn` modules (default: PyTorch's defaults).
+
+    An empty batch (`B = 0`) gives an empty output `(0, L_q, d_model)`, as `torch.nn` modules do.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, *,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
-        if not isinstance(d_model, int) or d_model <= 0:
-            raise ValueError(f"`d_model` must be a positive int, got {d_model!r}")
-        if not isinstance(n_heads, int) or n_heads <= 0:
-            raise ValueError(f"`n_heads` must be a positive int, got {n_heads!r}")
+        _check_positive("d_model", d_model)
+        _check_positive("n_heads", n_heads)
         if d_model % n_heads != 0:
             raise ValueError(f"`d_model` ({d_model}) must be divisible by `n_heads` ({n_heads}): each head "
                              f"gets d_k = d_model / n_heads features; try n_heads in "
                              f"{[h for h in range(1, min(d_model, 16) + 1) if d_model % h == 0]}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1), got {dropout}")
+        dropout = _check_dropout(dropout)
+        factory = {"device": device, "dtype": dtype}
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.dropout = float(dropout)
-        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)   # rows: [W_Q; W_K; W_V]
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)      # W_O
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias, **factory)   # rows: [W_Q; W_K; W_V]
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias, **factory)      # W_O
         self.attn_dropout = nn.Dropout(dropout)
         self.store_weights: bool = False
         self.last_weights: Optional[Tensor] = None
@@ -78,20 +93,21 @@ class MultiHeadAttention(nn.Module):
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Project the inputs and split the heads: three `(B, h, L, d_k)` tensors."""
         B, h, d_k, d = query.shape[0], self.n_heads, self.d_k, self.d_model
+        Lq, Lk = query.shape[1], key.shape[1]         # explicit lengths: `view(B, -1, ...)` fails when B = 0
         w, b = self.in_proj.weight, self.in_proj.bias
         if query is key and key is value:            # self-attention: one fused matrix product
             qkv = F.linear(query, w, b)               # (B, L, 3d)
-            q, k, v = qkv.view(B, -1, 3, h, d_k).permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, h, L, d_k)
+            q, k, v = qkv.view(B, Lq, 3, h, d_k).permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, h, L, d_k)
             return q, k, v
         bq, bkv = (None, None) if b is None else (b[:d], b[d:])
-        q = F.linear(query, w[:d], bq).view(B, -1, h, d_k).transpose(1, 2)           # (B, h, L_q, d_k)
+        q = F.linear(query, w[:d], bq).view(B, Lq, h, d_k).transpose(1, 2)           # (B, h, L_q, d_k)
         if key is value:                              # cross-attention: K and V in one product
             kv = F.linear(key, w[d:], bkv)            # (B, L_k, 2d)
-            k, v = kv.view(B, -1, 2, h, d_k).permute(2, 0, 3, 1, 4).unbind(0)     # 2 x (B, h, L_k, d_k)
+            k, v = kv.view(B, Lk, 2, h, d_k).permute(2, 0, 3, 1, 4).unbind(0)     # 2 x (B, h, L_k, d_k)
             return q, k, v
         bk, bv = (None, None) if b is None else (b[d:2 * d], b[2 * d:])
-        k = F.linear(key, w[d:2 * d], bk).view(B, -1, h, d_k).transpose(1, 2)     # (B, h, L_k, d_k)
-        v = F.linear(value, w[2 * d:], bv).view(B, -1, h, d_k).transpose(1, 2)    # (B, h, L_k, d_k)
+        k = F.linear(key, w[d:2 * d], bk).view(B, Lk, h, d_k).transpose(1, 2)     # (B, h, L_k, d_k)
+        v = F.linear(value, w[2 * d:], bv).view(B, Lk, h, d_k).transpose(1, 2)    # (B, h, L_k, d_k)
         return q, k, v
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:

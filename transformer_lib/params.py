@@ -7,7 +7,7 @@ own count; the paper's 65M and 213M; FLOPs per token and the memory of training.
 __all__ = ['count_parameters', 'mha_parameter_count', 'ffn_parameter_count', 'encoder_layer_parameter_count',
            'decoder_layer_parameter_count', 'transformer_parameter_count', 'transformer_flops']
 
-# %% ../chapters/09_parameter_counting.ipynb #de41d8aa
+# %% ../chapters/09_parameter_counting.ipynb #7f9b6059
 from torch import nn
 
 from .model import TransformerConfig
@@ -64,7 +64,7 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
 
     Embeddings: `V_src d`, plus `V_tgt d` unless `share_embeddings`; output layer (no bias):
     `V_tgt d` unless `tie_output`; the layers as in `encoder_layer_parameter_count` and
-    `decoder_layer_parameter_count`; with `norm_first`, one final LayerNorm per stack.
+    `decoder_layer_parameter_count`; with `config.has_final_norm` (pre-LN, or `final_norm=True`), one final LayerNorm per stack.
 
     Args:
         config: a `TransformerConfig`.
@@ -79,7 +79,7 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
     output = 0 if c.tie_output else c.tgt_vocab_size * d
     encoder = c.n_encoder_layers * encoder_layer_parameter_count(d, c.d_ff)
     decoder = c.n_decoder_layers * decoder_layer_parameter_count(d, c.d_ff)
-    final_norms = 2 * 2 * d if c.norm_first else 0
+    final_norms = 2 * 2 * d if c.has_final_norm else 0
     return embeddings + output + encoder + decoder + final_norms
 
 # %% ../chapters/09_parameter_counting.ipynb #bfdf9a9b

@@ -1,0 +1,224 @@
+"""The library's manners (issue 10): empty batches, dtypes, device/dtype arguments, a safe
+encode/decode split, nn.Transformer weights in a whole model, decoding signatures, and
+validation that never breaks a compiled graph or an export."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from transformer_lib import (MultiHeadAttention, Transformer, TransformerConfig, beam_search, causal_mask,
+                             greedy_decode, padding_mask, sample, transformer_parameter_count)
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:torch.nn.modules.transformer")
+BOS, EOS = 1, 2
+
+
+def small(**overrides):
+    fields = dict(src_vocab_size=50, tgt_vocab_size=40, d_model=32, n_heads=4, n_encoder_layers=2,
+                  n_decoder_layers=2, d_ff=64, max_len=24)
+    return TransformerConfig(**{**fields, **overrides})
+
+
+@pytest.fixture
+def model():
+    return Transformer(small()).eval()
+
+
+@pytest.fixture
+def batch():
+    src = torch.tensor([[5, 9, 23, 7, 2], [8, 4, 2, 0, 0], [3, 3, 0, 0, 0]])
+    tgt = torch.tensor([[1, 12, 33, 8], [1, 19, 0, 0], [1, 5, 6, 0]])
+    return src, tgt
+
+
+# ----- empty batches: an empty result of the right shape, as torch.nn modules give ----------
+def test_empty_batch_model(model, batch):
+    src, tgt = batch
+    assert model(src[:0], tgt[:0]).shape == (0, 4, 40)
+    assert model.encode(src[:0]).shape == (0, 5, 32)
+    assert model.decode(tgt[:0], model.encode(src[:0]), src=src[:0]).shape == (0, 4, 40)
+
+
+@pytest.mark.parametrize("store_weights", [False, True])
+def test_empty_batch_multihead(store_weights):
+    mha = MultiHeadAttention(16, 4)
+    mha.store_weights = store_weights
+    x, mem = torch.randn(0, 5, 16), torch.randn(0, 7, 16)
+    assert mha(x, x, x).shape == (0, 5, 16)
+    assert mha(x, mem, mem).shape == (0, 5, 16)
+    assert mha(x, mem, torch.randn(0, 7, 16), mask=torch.ones(0, 1, 1, 7, dtype=torch.bool)).shape == (0, 5, 16)
+
+
+def test_empty_batch_decoding(model, batch):
+    src = batch[0][:0]
+    assert greedy_decode(model, src, 10, BOS, EOS).shape == (0, 1)
+    assert sample(model, src, 10, BOS, EOS, generator=torch.Generator().manual_seed(0)).shape == (0, 1)
+    out, scores = beam_search(model, src, 10, BOS, EOS, return_scores=True)
+    assert out.shape == (0, 1) and scores.shape == (0,)
+
+
+# ----- dtypes and arguments that name themselves -------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_small_integer_ids_rejected_clearly(model, batch, dtype):
+    src, tgt = batch
+    with pytest.raises(TypeError, match=r"`src` must hold torch.long or torch.int.*src.long\(\)"):
+        model(src.to(dtype), tgt)
+    with pytest.raises(TypeError, match="`tgt`"):
+        model(src, tgt.to(dtype))
+
+
+def test_int32_ids_accepted(model, batch):
+    src, tgt = batch
+    torch.testing.assert_close(model(src.int(), tgt.int()), model(src, tgt))
+
+
+@pytest.mark.parametrize("bad", ["0.1", None, True, -0.1, 1.0])
+def test_multihead_dropout_named(bad):
+    with pytest.raises(ValueError, match="`dropout`"):
+        MultiHeadAttention(16, 4, dropout=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.0, True])
+def test_multihead_sizes_named(bad):
+    with pytest.raises(ValueError, match="`n_heads`"):
+        MultiHeadAttention(16, bad)
+
+
+# ----- device= and dtype= like torch.nn modules ----------------------------------------------
+def test_device_and_dtype_arguments(batch):
+    src, tgt = batch
+    meta = Transformer(small(), device="meta")
+    assert all(p.device.type == "meta" for p in meta.parameters())
+    out = meta(src.to("meta"), tgt.to("meta"))                    # no values: checks of values skipped
+    assert out.shape == (3, 4, 40) and out.device.type == "meta"
+    doubles = Transformer(small(), dtype=torch.float64).eval()
+    assert {p.dtype for p in doubles.parameters()} == {torch.float64}
+    assert doubles(src, tgt).dtype == torch.float64
+    mha = MultiHeadAttention(16, 4, device="meta", dtype=torch.bfloat16)
+    assert mha.in_proj.weight.device.type == "meta" and mha.out_proj.weight.dtype == torch.bfloat16
+    with pytest.raises(TypeError, match="`dtype`"):
+        Transformer(small(), dtype=torch.long)
+
+
+def test_big_model_on_meta_counts_like_the_closed_form():
+    config = TransformerConfig.big(37000)
+    model = Transformer(config, device="meta")
+    assert sum(p.numel() for p in model.parameters()) == transformer_parameter_count(config)
+
+
+# ----- encode / decode: the obvious split equals forward, or a clear error -------------------
+def test_decode_refuses_to_guess_the_source_padding(model, batch):
+    src, tgt = batch
+    memory = model.encode(src)
+    with pytest.raises(ValueError, match="`decode` needs the source padding"):
+        model.decode(tgt, memory)
+    torch.testing.assert_close(model.decode(tgt, memory, src=src), model(src, tgt))
+    torch.testing.assert_close(model.decode(tgt, memory, padding_mask(src, 0)), model(src, tgt))
+    unmasked = model.decode(tgt, memory, src_mask=torch.ones(1, 1, 1, 5, dtype=torch.bool))
+    assert (unmasked - model(src, tgt)).abs().max() > 1e-3          # the padding matters: the check is real
+    with pytest.raises(ValueError, match="either `src` or `src_mask`"):
+        model.decode(tgt, memory, padding_mask(src, 0), src=src)
+    with pytest.raises(ValueError, match="does not match `memory`"):
+        model.decode(tgt, memory, src=src[:, :4])
+
+
+# ----- torch.nn.Transformer's weights in a whole Transformer ---------------------------------
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_whole_model_loads_torch_transformer(norm_first, batch):
+    torch.manual_seed(0)
+    src, tgt = batch
+    ref = nn.Transformer(32, 4, 2, 2, 64, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
+    ours = Transformer(small(norm_first=norm_first, final_norm=True)).eval()
+    assert ours.load_torch_transformer_weights(ref) is ours
+    with torch.no_grad():
+        theirs = ref(ours.embed_src(src), ours.embed_tgt(tgt), tgt_mask=~causal_mask(4),
+                     src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt == 0,
+                     memory_key_padding_mask=src == 0)
+        torch.testing.assert_close(ours(src, tgt), ours.project(theirs), atol=1e-5, rtol=1e-5)
+    assert sum(p.numel() for p in ours.parameters()) == transformer_parameter_count(ours.config)
+
+
+def test_whole_model_without_final_norms_refuses():
+    ref = nn.Transformer(32, 4, 2, 2, 64, batch_first=True)
+    with pytest.raises(ValueError, match="final_norm=True"):
+        Transformer(small()).load_torch_transformer_weights(ref)
+    with pytest.raises(TypeError, match="`final_norm`"):
+        small(final_norm="yes")
+
+
+# ----- decoding: one signature style, eos optional, numpy / 0-d tensor ids --------------------
+def test_decoding_signature_style(model, batch):
+    src = batch[0]
+    ref = greedy_decode(model, src, 12, BOS, EOS)
+    assert torch.equal(greedy_decode(model, src, max_len=12, bos_id=BOS, eos_id=EOS), ref)
+    assert torch.equal(beam_search(model, src, 12, BOS, EOS, beam_size=1), ref)
+    assert torch.equal(sample(model, src, 12, BOS, EOS, top_k=1), ref)
+    for fn in (greedy_decode, sample, beam_search):
+        assert fn(model, src, 12, BOS).shape == (3, 12)            # eos_id optional: exactly max_len
+        with pytest.raises(TypeError, match="`bos_id` is required"):
+            fn(model, src, 12)
+    with pytest.raises(TypeError):                                  # old positional beam_size: loud
+        beam_search(model, src, 4, 12, BOS, EOS)
+    assert greedy_decode(model, src, bos_id=BOS, eos_id=None).shape[1] == 24   # S + 50, capped at max_len
+
+
+@pytest.mark.parametrize("as_id", [np.int64, np.int32, torch.tensor])
+def test_numpy_and_tensor_token_ids(model, batch, as_id):
+    src = batch[0]
+    ref = greedy_decode(model, src, 12, BOS, EOS)
+    assert torch.equal(greedy_decode(model, src, as_id(12), as_id(BOS), as_id(EOS)), ref)
+    assert torch.equal(beam_search(model, src, 12, as_id(BOS), as_id(EOS), beam_size=as_id(2)),
+                       beam_search(model, src, 12, BOS, EOS, beam_size=2))
+
+
+def test_non_scalar_or_float_ids_rejected(model, batch):
+    src = batch[0]
+    for bad in (torch.tensor([BOS]), 1.0, np.float32(1), "1"):
+        with pytest.raises(TypeError, match="`bos_id`"):
+            greedy_decode(model, src, 12, bad, EOS)
+
+
+# ----- validation: eager errors, no graph break, export, meta -------------------------------
+def test_eager_errors_kept(model, batch):
+    src, tgt = batch
+    with pytest.raises(ValueError, match=r"\[0, 50\]"):
+        model(src.clone().index_fill_(1, torch.tensor([1]), 50), tgt)
+    model.validate_args = False                                     # opt out: no value check at all
+    with pytest.raises(IndexError):
+        model(src.clone().index_fill_(1, torch.tensor([1]), 50), tgt)
+
+
+def test_compile_fullgraph_no_graph_break(batch):
+    import torch._dynamo
+
+    src, tgt = batch
+    model = Transformer(small())
+    for mode in ("train", "eval"):
+        getattr(model, mode)()
+        explanation = torch._dynamo.explain(model)(src, tgt)
+        assert explanation.graph_count == 1 and explanation.graph_break_count == 0, mode
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")   # raises on any break
+    model.train()
+    compiled(src, tgt).float().mean().backward()                    # a training step's forward + backward
+    assert all(p.grad is not None for p in model.parameters())
+    model.eval()
+    for T in (4, 6, 9):                                             # new lengths: dynamic shapes, no error
+        s, t = torch.randint(1, 50, (3, T + 2)), torch.randint(1, 40, (3, T))
+        torch.testing.assert_close(compiled(s, t), model(s, t), atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()
+
+
+def test_torch_export_dynamic_lengths(model, batch):
+    from torch.export import Dim
+
+    src, tgt = batch
+    B, S, T = Dim("B", min=1, max=64), Dim("S", min=1, max=24), Dim("T", min=1, max=24)
+    program = torch.export.export(model, (src, tgt), dynamic_shapes=({0: B, 1: S}, {0: B, 1: T}))
+    s, t = torch.randint(1, 50, (2, 11)), torch.randint(1, 40, (2, 7))
+    torch.testing.assert_close(program.module()(s, t), model(s, t), atol=1e-5, rtol=1e-5)
+
+
+def test_jit_trace_refused_with_a_reason(model, batch):
+    with pytest.raises(RuntimeError, match="torch.export"):
+        torch.jit.trace(model, batch)
