@@ -756,7 +756,7 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
                 color=COLORS["embedding"], dash=True, sw=1.4, both=True)
         D.raw(f'<text x="{_f(tx + 12)}" y="{_f((64 + oy) / 2)}" font-size="11" fill="{COLORS["embedding"]}" '
               f'text-anchor="middle" transform="rotate(90 {_f(tx + 12)} {_f((64 + oy) / 2)})">'
-              f'tied: the output layer and tgt_embed share one (V, d) matrix</text>')
+              f'{"shared: src_embed, tgt_embed and the output layer are one (V, d) matrix" if c.share_embeddings else "tied: the output layer and tgt_embed are one (V, d) matrix"}</text>')
     D.text(ex, H - 34, "attention: ch 1–3 · masks: ch 5 · dropout: ch 8 · decoding: ch 10 · training: ch 11",
            size=11.5, color=ink2, anchor="start")
     D.text(ex, H - 14, f"Transformer(TransformerConfig(d_model={c.d_model}, n_heads={c.n_heads}, "
@@ -803,9 +803,12 @@ def decoder_inputs(tokens: Sequence[str], bos: str = "<bos>", eos: str = "<eos>"
     """The decoder's input in training (the whole right-shifted target at once) and in
     inference (one token per step, the input growing)."""
     T = len(tokens)
-    c = 72
+    c = 72 if T <= 4 else 60
+    cw = 52 if T <= 4 else 44
     steps = T + 1
-    D = Diagram(1000, 110 + steps * 46 + 30, "The decoder's input: training against inference",
+    ix = 40 + (T + 1) * c + 50
+    D = Diagram(max(1000, ix + 52 + (steps + 1) * cw + 30), 110 + steps * 46 + 30,
+                "The decoder's input: training against inference",
                 f"Left, training with teacher forcing: the decoder reads the whole target shifted right, "
                 f"{bos} {' '.join(tokens[:-1])}, in one pass, and predicts {' '.join(tokens)} {eos} at all "
                 f"{T + 1} positions at once; the causal mask stops each position from seeing later ones. "
@@ -827,10 +830,8 @@ def decoder_inputs(tokens: Sequence[str], bos: str = "<bos>", eos: str = "<eos>"
         D.box(x0 + j * c, 168, c - 6, 30, t, COLORS["output"], size=11.5, weight=None, sw=1.1)
     D.text(x0 + len(seq_in) * c / 2, 220, "predicted: the target itself, compared with the loss", size=11.5, color="#444444")
     # inference
-    ix = 520
-    D.text(ix + 230, 26, "inference: one token per step", weight="bold")
-    D.text(ix + 230, 44, "input = its own previous outputs; it grows by one", size=11.5, color="#444444")
-    cw = 52
+    D.text(ix + 52 + (steps + 1) * cw / 2, 26, "inference: one token per step", weight="bold")
+    D.text(ix + 52 + (steps + 1) * cw / 2, 44, "input = its own previous outputs; it grows by one", size=11.5, color="#444444")
     for s in range(steps):
         y = 70 + s * 46
         D.text(ix, y + 20, f"step {s + 1}", size=11.5, anchor="start", color="#444444")
@@ -842,7 +843,7 @@ def decoder_inputs(tokens: Sequence[str], bos: str = "<bos>", eos: str = "<eos>"
         if s < steps - 1:
             D.arrow([(ix + 52 + (s + 1) * cw + 24 + (cw - 6) / 2, y + 30), (ix + 52 + (s + 1) * cw + (cw - 6) / 2, y + 46)],
                     color=MUTED, sw=1, dash=True)
-    D.text(500, D.height - 12, "The causal mask makes the one-pass training outputs equal to the step-by-step ones (chapters 5 and 7).",
+    D.text(D.width / 2, D.height - 12, "The causal mask makes the one-pass training outputs equal to the step-by-step ones (chapters 5 and 7).",
            size=11.5, color="#444444")
     return D
 
@@ -887,61 +888,120 @@ def kv_cache(n_layers: int, n_heads: int, d_k: int, src_len: int, step: int) -> 
     return D
 
 
-def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], finished: Sequence[Mapping],
-              beam_size: int, best: Sequence[int], alpha: float) -> Diagram:
-    """A beam-search tree from a recorded run (see `trace_beam_search`).
+class BeamTrace:
+    """Record a real `beam_search` run: wraps the `step` and `reorder` methods of
+    `transformer_lib.decoding.IncrementalDecoder` (the class is passed in) for the duration of
+    a `with` block, keeping each step's input tokens and log-probabilities and each reorder::
 
-    `steps[t]` lists the candidates of step t+1 as dicts `{"parent": index into the kept
-    hypotheses of step t, "token": id, "logp": total log-probability, "status": "kept" |
-    "pruned" | "finished"}`; `best` is the returned sequence.
+        with diagrams.BeamTrace(IncrementalDecoder) as trace:
+            out = beam_search(model, src, beam_size=3, ...)
     """
+
+    def __init__(self, decoder_cls) -> None:
+        self.cls, self.steps, self.reorders = decoder_cls, [], []
+
+    def __enter__(self) -> "BeamTrace":
+        self._step, self._reorder = self.cls.step, self.cls.reorder
+        trace = self
+
+        def step(dec, tokens):
+            logits = trace._step(dec, tokens)
+            trace.steps.append((tokens.tolist(), logits.float().log_softmax(-1).tolist()))
+            return logits
+
+        def reorder(dec, index):
+            trace.reorders.append(index.tolist())
+            return trace._reorder(dec, index)
+
+        self.cls.step, self.cls.reorder = step, reorder
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cls.step, self.cls.reorder = self._step, self._reorder
+
+    def tree(self, beam_size: int, eos_id: int, alpha: float) -> list[list[dict]]:
+        """The candidates of every step (one source sentence): the `2 * beam_size` best
+        extensions by total log-probability, each `"kept"` (the run fed it to the next step),
+        `"finished"` (`<eos>` among the `beam_size` best, scored `log P / lp`) or `"pruned"`."""
+        K = beam_size
+        if len(self.reorders) and len(self.reorders[0]) != K:
+            raise ValueError("trace one source sentence at a time (B = 1)")
+        hyps, scores = [[] for _ in range(K)], [0.0] + [-math.inf] * (K - 1)
+        reorders = self.reorders[1:]                      # the first one only repeats the source K times
+        out = []
+        for t, (_, logp) in enumerate(self.steps, start=1):
+            cand = sorted(((scores[b] + logp[b][v], b, v) for b in range(K) if scores[b] > -math.inf
+                           for v in range(len(logp[b]))), key=lambda c: -c[0])[:2 * K]
+            kept = list(zip(reorders[t - 1], self.steps[t][0])) if t < len(self.steps) else []
+            lp = ((5 + t) / 6) ** alpha
+            step = []
+            for r, (sc, b, v) in enumerate(cand):
+                status = ("finished" if v == eos_id and r < K else
+                          "kept" if (b, v) in kept else "pruned")
+                step.append({"parent": b, "token": v, "logp": sc, "status": status,
+                             "score": sc / lp, "prefix": hyps[b] + [v]})
+            out.append(step)
+            hyps = [hyps[b] + [v] for b, v in kept]
+            scores = [scores[b] + logp[b][v] for b, v in kept]
+            # a row beam search left empty (fewer than K live) has score -inf
+            kept_set = {(c["parent"], c["token"]) for c in step if c["status"] == "kept"}
+            scores = [s if (b, v) in kept_set else -math.inf for s, (b, v) in zip(scores, kept)]
+        return out
+
+
+def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], beam_size: int,
+              best: Sequence[int], alpha: float, bos: str = "<bos>") -> Diagram:
+    """A beam-search tree from a recorded run (`BeamTrace.tree`); `best` is the returned
+    output without `<bos>`. Columns are steps; kept hypotheses solid, pruned ones grey and
+    dashed, finished ones outlined twice with their length-penalised score."""
     n_steps = len(steps)
-    colw, rowh = 118, 34
+    colw, rowh = 124, 46
     rows = max(len(s) for s in steps)
-    D = Diagram(60 + (n_steps + 1) * colw + 40, 110 + rows * rowh + 40, "A beam-search tree from a real run",
-                f"Beam search with beam size {beam_size} and length penalty alpha = {alpha}. Columns are steps; "
-                f"each box is a candidate: its token and total log-probability. Kept hypotheses are solid, "
-                f"pruned candidates grey, finished ones (ending in <eos>) outlined twice with their length-"
-                f"penalised score. The returned output is {' '.join(vocab.get(t, str(t)) for t in best)}.")
+    best = list(best)
+    D = Diagram(60 + (n_steps + 1) * colw + 30, 80 + rows * rowh + 50, "A beam-search tree from a real run",
+                f"Beam search with beam size {beam_size} and length penalty alpha = {alpha}, as the library ran it. "
+                f"Columns are steps; each box is a candidate: its token and total log-probability. Kept "
+                f"hypotheses are solid, pruned candidates grey and dashed, finished ones (ending in <eos>) "
+                f"outlined twice with their length-penalised score. The returned output is "
+                f"{' '.join(vocab.get(t, str(t)) for t in best)}.")
     dec = COLORS["decoder"]
     ink2 = "#444444"
-    pos = {}
-    D.box(30, 60 + (rows * rowh) / 2 - 14, 70, 28, vocab.get(-1, "<bos>"), dec, size=11.5, weight=None)
-    prev_pos = [(100, 60 + (rows * rowh) / 2)]
-    best_path = list(best)
+    y_mid = 60 + (rows * rowh) / 2
+    D.box(20, y_mid - 14, 64, 28, bos, dec, size=11.5, weight=None)
+    prev_pos = [(84, y_mid)]
     for t, cands in enumerate(steps):
-        x = 60 + (t + 1) * colw
-        D.text(x + 40, 40, f"step {t + 1}", size=11.5, color=ink2)
+        x = 40 + (t + 1) * colw
+        D.text(x + 46, 40, f"step {t + 1}", size=11.5, color=ink2)
         kept_pos = []
         for r, cand in enumerate(cands):
             y = 60 + r * rowh
             status = cand["status"]
+            on_best = status != "pruned" and list(cand["prefix"]) == best[:len(cand["prefix"])]
             col = dec if status != "pruned" else "#BBBBBB"
-            px, py = prev_pos[cand["parent"]]
-            on_best = status != "pruned" and cand.get("on_best", False)
-            D.arrow([(px, py), (x - 2, y + 13)], color=(INK if on_best else (MUTED if status != "pruned" else "#D0D0D0")),
-                    sw=2 if on_best else 1, head=False, dash=status == "pruned")
-            tok = vocab.get(cand["token"], str(cand["token"]))
-            label = f"{tok}  {cand['logp']:.2f}"
-            fill = light(dec, 0.35) if on_best else (light(dec, 0.12) if status != "pruned" else "#F7F7F7")
+            px, py = prev_pos[cand["parent"]] if cand["parent"] < len(prev_pos) else prev_pos[0]
+            D.arrow([(px, py), (x - 2, y + 13)], color=INK if on_best else (MUTED if status != "pruned" else "#D4D4D4"),
+                    sw=2.2 if on_best else 1, head=False, dash=status == "pruned")
+            fill = light(dec, 0.45) if on_best else (light(dec, 0.12) if status != "pruned" else "#F7F7F7")
             D.rect(x, y, 92, 26, stroke=col, fill=fill, sw=1.2, dash=status == "pruned")
             if status == "finished":
                 D.rect(x - 3, y - 3, 98, 32, stroke=dec, sw=1.0)
-                D.text(x + 46, y + 40, f"score {cand['score']:.2f}", size=9.5, color=dec)
-            D.text(x + 46, y + 17, label, size=11, color=INK if status != "pruned" else "#9A9A9A", markup=False)
+                D.text(x + 46, y + 41, f"score {cand['score']:.2f}", size=10, color=dec, markup=False)
+            tok = vocab.get(cand["token"], str(cand["token"]))
+            D.text(x + 46, y + 17, f"{tok}  {cand['logp']:.2f}", size=11, markup=False,
+                   color=INK if status != "pruned" else "#9A9A9A", weight="bold" if on_best else None)
             if status == "kept":
                 kept_pos.append((x + 92, y + 13))
-        prev_pos = kept_pos
-    ly = D.height - 22
-    D.rect(40, ly - 10, 26, 14, stroke=dec, fill=light(dec, 0.12), sw=1.0)
-    D.text(72, ly + 1, "kept", size=11, anchor="start")
-    D.rect(120, ly - 10, 26, 14, stroke="#BBBBBB", fill="#F7F7F7", sw=1.0, dash=True)
-    D.text(152, ly + 1, "pruned (outside the beam)", size=11, anchor="start")
-    D.rect(330, ly - 10, 26, 14, stroke=dec, fill="#FFFFFF", sw=1.0)
-    D.rect(327, ly - 13, 32, 20, stroke=dec, sw=0.8)
-    D.text(366, ly + 1, f"finished: score = log P / lp, lp = ((5 + |Y|) / 6)^{alpha}", size=11, anchor="start")
-    D.rect(680, ly - 10, 26, 14, stroke=dec, fill=light(dec, 0.35), sw=1.0)
-    D.text(712, ly + 1, "the returned path", size=11, anchor="start")
+        prev_pos = kept_pos or prev_pos
+    ly = D.height - 20
+    items = [(light(dec, 0.12), dec, False, "kept"), ("#F7F7F7", "#BBBBBB", True, "pruned (not among the best)"),
+             ("#FFFFFF", dec, False, "finished: score = log P / ((5 + |Y|) / 6)^α"), (light(dec, 0.45), dec, False, "the returned output")]
+    x = 30
+    for fill, stroke, dash, label in items:
+        D.rect(x, ly - 10, 26, 14, stroke=stroke, fill=fill, sw=1.0, dash=dash)
+        if label.startswith("finished"):
+            D.rect(x - 3, ly - 13, 32, 20, stroke=dec, sw=0.8)
+        D.text(x + 34, ly + 1, label, size=11, anchor="start", markup=label.startswith("finished"))
+        x += 44 + 6.4 * len(label)
     return D
 
 
