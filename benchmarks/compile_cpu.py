@@ -54,7 +54,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
     torch.set_num_threads(1)
-    cfg = TrainConfig.preset("cpu")
+    cfg = TrainConfig.from_preset("cpu")
     vocab = 8000
     torch.manual_seed(0)
     eager = Transformer(cfg.model_config(vocab))

@@ -61,7 +61,7 @@ def config(args: argparse.Namespace) -> TrainConfig:
     else:            # the paper's base model; Multi30k is 150x smaller than WMT: see the notes
         base = dict(max_tokens=12000, warmup_steps=2000, dropout=0.3, log_every=50,
                     eval_every=1000, eval_bleu_sentences=300, checkpoint_every=2000)
-    return TrainConfig.preset("base", **{**base, "steps": 10**6, "time_budget_s": args.budget,
+    return TrainConfig.from_preset("base", **{**base, "steps": 10**6, "time_budget_s": args.budget,
                                          **overrides})
 
 

@@ -222,3 +222,88 @@ def test_torch_export_dynamic_lengths(model, batch):
 def test_jit_trace_refused_with_a_reason(model, batch):
     with pytest.raises(RuntimeError, match="torch.export"):
         torch.jit.trace(model, batch)
+
+
+# ----- training: the config, checkpoints, bf16 on CPU, the command line --------------------
+from transformer_lib import (TrainConfig, load_checkpoint, native_bf16, run_training,  # noqa: E402
+                             toy_translation_data)
+
+
+def test_trainconfig_preset_is_a_field_not_a_method(tmp_path):
+    cfg = TrainConfig(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, max_len=64,
+                      max_tokens=400, steps=3, warmup_steps=10, log_every=1, eval_every=100,
+                      eval_bleu_sentences=4, checkpoint_every=100)
+    assert cfg.preset == "custom"
+    assert TrainConfig.from_preset("cpu").preset == "cpu"
+    _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), tmp_path,
+                              progress=False, final_eval=())
+    assert summary["preset"] == "custom" and (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("steps", -5, ValueError), ("steps", 0, ValueError), ("steps", 2.5, ValueError),
+    ("warmup_steps", 0, ValueError), ("max_tokens", 0, ValueError), ("log_every", 0, ValueError),
+    ("dropout", 1.0, ValueError), ("label_smoothing", -0.1, ValueError), ("lr_scale", 0.0, ValueError),
+    ("lr_scale", float("nan"), ValueError), ("clip_grad_norm", -1.0, ValueError),
+    ("time_budget_s", 0, ValueError), ("num_threads", 0, ValueError), ("max_sentence_tokens", 0, ValueError),
+    ("eval_bleu_sentences", -1, ValueError), ("seed", -1, ValueError), ("n_heads", 3, ValueError),
+    ("d_model", 0, ValueError), ("bf16", "yes", TypeError), ("compile", 1, TypeError),
+    ("device", "gpu0", ValueError), ("device", 0, TypeError), ("preset", None, TypeError),
+])
+def test_trainconfig_rejects_nonsense(field, value, error):
+    with pytest.raises(error, match=f"`{field}`"):
+        TrainConfig(**{field: value})
+    with pytest.raises(error, match=f"`{field}`"):
+        TrainConfig.from_preset("tiny", **{field: value})
+
+
+def test_checkpoint_loads_with_weights_only(tmp_path):
+    cfg = TrainConfig.from_preset("tiny", steps=4, eval_every=100, checkpoint_every=100)
+    data = toy_translation_data(n_train=64, n_val=8, n_test=8)
+    model, _ = run_training(cfg, data, tmp_path, progress=False, final_eval=())
+    ck = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # nothing but tensors and plain values
+    assert ck["state"]["step"] == 4
+    loaded = load_checkpoint(tmp_path)
+    src = data.val_batches[0][0]
+    assert torch.equal(greedy_decode(loaded, src, 10, data.bos_id, data.eos_id),
+                       greedy_decode(model, src, 10, data.bos_id, data.eos_id))
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "nothing.pt")
+    _, summary = run_training(TrainConfig.from_preset("tiny", steps=6, eval_every=100, checkpoint_every=100),
+                              data, tmp_path, resume=True, progress=False, final_eval=())
+    assert summary["steps"] == 6                                     # resume reads it weights_only too
+
+
+def test_native_bf16_detection(monkeypatch, tmp_path):
+    import transformer_lib.training as training
+
+    flags = tmp_path / "cpuinfo"
+    real = training.Path
+
+    def fake(text):
+        flags.write_text(text)
+        monkeypatch.setattr(training, "Path", lambda p: flags if p == "/proc/cpuinfo" else real(p))
+
+    fake("flags : fpu sse2 avx2 avx512f avx512_bf16\n")
+    assert native_bf16("cpu")
+    fake("flags : fpu sse2 avx2 amx_bf16\n")
+    assert native_bf16("cpu")
+    fake("flags : fpu sse2 avx2 avx512f\n")
+    assert not native_bf16("cpu")
+    assert not native_bf16("meta")
+
+
+def test_cli_one_line_errors_and_import_check(monkeypatch, capsys):
+    import importlib.util
+
+    import transformer_lib.train as train
+
+    assert train.cli(["--set", "steps=-5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "`steps` must be a positive int" in err
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m: None if m == "sacrebleu" else real(m))
+    with pytest.raises(ImportError, match=r"sacrebleu.*transformer-lib\[train\]"):
+        train.check_training_imports("toy")
+    assert train.cli(["--preset", "tiny", "--data", "toy", "--steps", "1"]) == 2
+    assert "sacrebleu" in capsys.readouterr().err

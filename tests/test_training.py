@@ -76,19 +76,19 @@ def test_label_smoothing_errors():
 
 
 def test_presets():
-    cpu, base = TrainConfig.preset("cpu"), TrainConfig.preset("base")
+    cpu, base = TrainConfig.from_preset("cpu"), TrainConfig.from_preset("base")
     assert (base.d_model, base.n_heads, base.n_encoder_layers, base.d_ff, base.dropout) == (512, 8, 6, 2048, 0.1)
     assert cpu.d_model == 128 and cpu.max_sentence_tokens is not None
-    assert TrainConfig.preset("cpu", steps=7).steps == 7
+    assert TrainConfig.from_preset("cpu", steps=7).steps == 7
     with pytest.raises(ValueError, match="unknown preset"):
-        TrainConfig.preset("huge")
+        TrainConfig.from_preset("huge")
     with pytest.raises(TypeError, match="learning_rate"):
-        TrainConfig.preset("cpu", learning_rate=1e-3)
+        TrainConfig.from_preset("cpu", learning_rate=1e-3)
 
 
 def test_train_flops_is_chapter_9s_count_summed():
     from transformer_lib.params import transformer_flops
-    mcfg = TrainConfig.preset("cpu").model_config(8000)
+    mcfg = TrainConfig.from_preset("cpu").model_config(8000)
     assert train_flops(mcfg, [7, 12], [9, 4]) == transformer_flops(mcfg, 7, 9) + transformer_flops(mcfg, 12, 4)
     d = mcfg.d_model
     # roughly 6 FLOPs per weight per token: the output layer alone is 6 * d * V per target token
@@ -109,7 +109,7 @@ def test_corpus_bleu():
 # ----- the loop ---------------------------------------------------------------------------
 def test_tiny_run_learns_and_writes_files(tmp_path):
     data = toy_translation_data()
-    cfg = TrainConfig.preset("tiny", steps=300, log_every=50, eval_every=150, checkpoint_every=150)
+    cfg = TrainConfig.from_preset("tiny", steps=300, log_every=50, eval_every=150, checkpoint_every=150)
     model, summary = run_training(cfg, data, tmp_path, progress=False, final_eval=("greedy",))
     assert {"metrics.jsonl", "summary.json", "checkpoint.pt"} <= {p.name for p in tmp_path.iterdir()}
     records = read_metrics(tmp_path)
@@ -127,9 +127,9 @@ def test_resume_is_exact(tmp_path):
     k = 15
     common = dict(steps=2 * k, log_every=1, eval_every=7, checkpoint_every=1000, dropout=0.1)
     kw = dict(progress=False, final_eval=())
-    run_training(TrainConfig.preset("tiny", **common), data, tmp_path / "a", **kw)
-    run_training(TrainConfig.preset("tiny", **{**common, "steps": k}), data, tmp_path / "b", **kw)
-    _, summary = run_training(TrainConfig.preset("tiny", **common), data, tmp_path / "b", resume=True, **kw)
+    run_training(TrainConfig.from_preset("tiny", **common), data, tmp_path / "a", **kw)
+    run_training(TrainConfig.from_preset("tiny", **{**common, "steps": k}), data, tmp_path / "b", **kw)
+    _, summary = run_training(TrainConfig.from_preset("tiny", **common), data, tmp_path / "b", resume=True, **kw)
     a = [r["loss"] for r in read_metrics(tmp_path / "a") if r["kind"] == "train"]
     b = [r["loss"] for r in read_metrics(tmp_path / "b") if r["kind"] == "train"]
     assert len(a) == len(b) == 2 * k
@@ -139,12 +139,12 @@ def test_resume_is_exact(tmp_path):
 
 def test_resume_needs_a_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError, match="checkpoint"):
-        run_training(TrainConfig.preset("tiny"), toy_translation_data(n_train=64), tmp_path,
+        run_training(TrainConfig.from_preset("tiny"), toy_translation_data(n_train=64), tmp_path,
               resume=True, progress=False)
 
 
 def test_time_budget_stops_cleanly(tmp_path):
-    cfg = TrainConfig.preset("tiny", steps=10**6, time_budget_s=1.0, log_every=10)
+    cfg = TrainConfig.from_preset("tiny", steps=10**6, time_budget_s=1.0, log_every=10)
     _, summary = run_training(cfg, toy_translation_data(), tmp_path, progress=False, final_eval=("greedy",))
     assert summary["stopped_by"] == "time_budget" and 0 < summary["steps"] < 10**6
     assert "greedy" in summary["bleu"]
@@ -163,7 +163,7 @@ def _ddp_worker(rank: int, world: int, port: int, out: str) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         data = toy_translation_data(n_train=600)
-        cfg = TrainConfig.preset("tiny", steps=12, eval_every=1000, checkpoint_every=6)
+        cfg = TrainConfig.from_preset("tiny", steps=12, eval_every=1000, checkpoint_every=6)
         model, summary = run_training(cfg, data, out, progress=False, final_eval=())
         flat = torch.cat([p.detach().flatten() for p in model.parameters()])
         gathered = [torch.zeros_like(flat) for _ in range(world)]

@@ -5,10 +5,10 @@ smoothing), on CPU or GPU, in one process or many, with exact resumption, and sa
 
 # %% auto #0
 __all__ = ['make_optimizer', 'noam_lr', 'make_scheduler', 'label_smoothed_cross_entropy', 'TrainConfig', 'TrainingData',
-           'toy_translation_data', 'multi30k_data', 'translate', 'corpus_bleu', 'hardware_info', 'train_flops',
-           'evaluate_loss', 'read_metrics', 'run_training']
+           'toy_translation_data', 'multi30k_data', 'translate', 'corpus_bleu', 'hardware_info', 'native_bf16',
+           'train_flops', 'evaluate_loss', 'read_metrics', 'load_checkpoint', 'run_training']
 
-# %% ../chapters/11b_training.ipynb #0a195e15
+# %% ../chapters/11b_training.ipynb #f0832bdb
 import json
 import math
 import os
@@ -27,6 +27,7 @@ from torch import Tensor
 
 from .decoding import beam_search, greedy_decode
 from .model import Transformer, TransformerConfig
+from .multihead import _check_dropout, _check_positive
 from .params import transformer_flops
 
 # %% ../chapters/11b_training.ipynb #69899dc5
@@ -131,13 +132,15 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../chapters/11b_training.ipynb #2b876536
+# %% ../chapters/11b_training.ipynb #2a807a65
 @dataclass
 class TrainConfig:
     """Everything a training run needs besides the data: model size, recipe, schedule, run.
 
-    Build one with `TrainConfig.preset(name, **overrides)`; presets `"tiny"` (tests),
+    Build one with `TrainConfig.from_preset(name, **overrides)`; presets `"tiny"` (tests),
     `"cpu"` (a few minutes on a laptop CPU) and `"base"` (the paper's base model, for a GPU).
+    `TrainConfig(...)` alone gives the paper's base recipe with `preset="custom"`. Every field
+    is checked when the config is made: a bad value raises `ValueError`/`TypeError` naming it.
     """
     preset: str = "custom"
     # model (the paper's base model by default)
@@ -166,18 +169,51 @@ class TrainConfig:
     seed: int = 0
     # runtime
     device: str = "auto"             # "auto": CUDA when available, else CPU
-    bf16: bool = True                # bf16 autocast (CUDA only)
+    bf16: bool = True                # bf16 autocast where the hardware has native bf16 (see native_bf16)
     compile: bool = False            # torch.compile the model
     num_threads: Optional[int] = None  # CPU threads (None: PyTorch's default)
     time_budget_s: Optional[float] = None  # stop training after this many seconds (then evaluate)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.preset, str):
+            raise TypeError(f"`preset` must be a str (the preset's name), got {self.preset!r}")
+        self.model_config(vocab_size=1)      # the model fields, checked by TransformerConfig
+        for name in ("max_tokens", "steps", "warmup_steps", "log_every", "eval_every", "checkpoint_every"):
+            _check_positive(name, getattr(self, name))
+        for name in ("max_sentence_tokens", "num_threads"):
+            if getattr(self, name) is not None:
+                _check_positive(name, getattr(self, name))
+        for name in ("eval_bleu_sentences", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"`{name}` must be an int >= 0, got {value!r}")
+        _check_dropout(self.label_smoothing, "label_smoothing")
+        for name in ("lr_scale", "clip_grad_norm", "time_budget_s"):
+            value = getattr(self, name)
+            if value is None and name != "lr_scale":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"`{name}` must be a finite number > 0{' or None' if name != 'lr_scale' else ''}, "
+                                 f"got {value!r}")
+        for name in ("bf16", "compile"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"`{name}` must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.device, str):
+            raise TypeError(f"`device` must be a str (\"auto\", \"cpu\", \"cuda:0\" ...), got {self.device!r}")
+        if self.device != "auto":
+            try:
+                torch.device(self.device)
+            except RuntimeError:
+                raise ValueError(f"`device` must be \"auto\" or a torch device such as \"cpu\" or "
+                                 f"\"cuda:0\", got {self.device!r}") from None
+
     @classmethod
     def preset_names(cls) -> list[str]:
-        """The names accepted by `TrainConfig.preset`."""
+        """The names accepted by `TrainConfig.from_preset`."""
         return list(_PRESETS)
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "TrainConfig":
+    def from_preset(cls, name: str, **overrides: Any) -> "TrainConfig":
         """A named configuration, with any field overridden by keyword.
 
         Args:
@@ -471,7 +507,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[f
     score = metric.corpus_score(list(hypotheses), [list(references)])
     return float(score.score), str(metric.get_signature())
 
-# %% ../chapters/11b_training.ipynb #138c84cb
+# %% ../chapters/11b_training.ipynb #d7857474
 def hardware_info(device: Union[str, torch.device, None] = None) -> dict[str, Any]:
     """A description of the machine a run used: device name, CPU, threads, library versions."""
     device = torch.device(device) if device is not None else torch.device("cpu")
@@ -492,6 +528,37 @@ def hardware_info(device: Union[str, torch.device, None] = None) -> dict[str, An
         info["gpu"] = torch.cuda.get_device_name(device)
         info["cuda"] = torch.version.cuda
     return info
+
+
+def native_bf16(device: Union[str, torch.device]) -> bool:
+    """Whether `device` multiplies bfloat16 matrices natively, so that bf16 autocast pays.
+
+    A CUDA GPU that supports bf16; a CPU whose flags (Linux `/proc/cpuinfo`) include
+    `avx512_bf16` or `amx_bf16` (recent Xeon and EPYC processors). Elsewhere bf16 is emulated and
+    slower than float32, and training stays in float32.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:                                           # not Linux: no cheap way to know
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def _check_batch(src: Tensor, tgt: Tensor, vocab_size: int) -> None:
+    """A training batch's ids, checked on the host before the batch moves to the device."""
+    for name, t in (("src", src), ("tgt", tgt)):
+        if t.dim() != 2 or t.dtype not in (torch.long, torch.int) or t.numel() == 0:
+            raise ValueError(f"a training batch's `{name}` must be a non-empty (B, L) long tensor, "
+                             f"got {t.dtype} {tuple(t.shape)}")
+        lo, hi = (int(v) for v in torch.aminmax(t))
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(f"a training batch's `{name}` holds ids in [{lo}, {hi}], outside the "
+                             f"vocabulary of {vocab_size}")
 
 
 def train_flops(config: TransformerConfig, src_lens: Sequence[int], tgt_lens: Sequence[int]) -> float:
@@ -527,8 +594,10 @@ def _world() -> tuple[int, int]:
 
 def _rng_state() -> dict[str, Any]:
     import numpy as np
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    # tensors and plain Python values only, so that torch.load(weights_only=True) reads it back
     state = {"torch": torch.get_rng_state(), "python": random.getstate(),
-             "numpy": np.random.get_state()}
+             "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -538,7 +607,8 @@ def _set_rng_state(state: dict[str, Any]) -> None:
     import numpy as np
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
@@ -583,14 +653,14 @@ def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
         pad_id: padding id (not counted).
         label_smoothing: 0.0 gives the plain negative log-likelihood (its exp is the
             perplexity); the training value gives a loss comparable with the training loss.
-        amp: bf16 autocast (CUDA only).
+        amp: bf16 autocast (on hardware with native bf16, see `native_bf16`).
 
     Returns:
         The loss averaged over all real target tokens.
     """
     return _eval_losses(model, batches, pad_id, label_smoothing, amp)[0]
 
-# %% ../chapters/11b_training.ipynb #f60c7589
+# %% ../chapters/11b_training.ipynb #fe5a93d1
 class _Metrics:
     """Appends one JSON object per line to `metrics.jsonl` (rank 0 only)."""
 
@@ -626,13 +696,39 @@ def _save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)                                   # never a half-written checkpoint
 
 
+def load_checkpoint(path: Union[str, Path], device: Union[str, torch.device, None] = None) -> Transformer:
+    """The trained model of a checkpoint that `run_training` wrote, in eval mode.
+
+    The file holds tensors and plain Python values only, so it is read with
+    `torch.load(weights_only=True)`: loading it cannot run code.
+
+    Args:
+        path: `checkpoint.pt`, or the run's folder holding it.
+        device: where to put the model (default: the CPU).
+
+    Returns:
+        A `Transformer` with the checkpoint's configuration and weights.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "checkpoint.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    ck = torch.load(path, map_location=device or "cpu", weights_only=True)
+    if not isinstance(ck, dict) or not {"model", "model_config"} <= set(ck):
+        raise ValueError(f"{path} is not a checkpoint written by run_training (no 'model'/'model_config')")
+    model = Transformer(TransformerConfig(**ck["model_config"]), device=device)
+    model.load_state_dict(ck["model"])
+    return model.eval()
+
+
 def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path, None] = None, *,
           resume: bool = False, progress: bool = True,
           final_eval: Sequence[str] = ("greedy", "beam"),
           peak_flops: Optional[float] = None) -> tuple[nn.Module, dict[str, Any]]:
     """Train a `Transformer` with the paper's recipe; evaluate; write metrics and checkpoints.
 
-    The same code runs on CPU or CUDA (bf16 autocast there), in one process or several under
+    The same code runs on CPU or CUDA (bf16 autocast where `native_bf16` says the hardware has it), in one process or several under
     `torchrun` (DistributedDataParallel: initialise the process group before calling; each
     process trains on its shard of every epoch's batches). Every `cfg.log_every` steps a
     record goes to `out_dir/metrics.jsonl`; every `cfg.eval_every` steps the validation loss
@@ -643,7 +739,7 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
     (chapter 10) and `out_dir/summary.json`.
 
     Args:
-        cfg: the configuration (`TrainConfig.preset(...)`).
+        cfg: the configuration (`TrainConfig.from_preset(...)`).
         data: the dataset (`TrainingData`).
         out_dir: the run's folder (None: no files, no resume).
         resume: continue from `out_dir/checkpoint.pt`.
@@ -669,19 +765,21 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
         torch.cuda.set_device(device)
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
-    amp = device.type == "cuda" and cfg.bf16
+    amp = cfg.bf16 and native_bf16(device)     # bf16 autocast where the hardware multiplies bf16 natively
 
     _seed_everything(cfg.seed)                                  # same initial weights on every rank
     mcfg = cfg.model_config(data.vocab_size, data.pad_id)
     model = Transformer(mcfg).to(device)
+    model.validate_args = False      # the loop checks each batch on the CPU side: no device syncs
     optimizer = make_optimizer(model)
     scheduler = make_scheduler(optimizer, cfg.d_model, cfg.warmup_steps, cfg.lr_scale)
     st = {"step": 0, "epoch": 0, "batch_index": 0, "tokens": 0, "flops": 0.0, "train_time_s": 0.0}
     ckpt_path = out / "checkpoint.pt" if out is not None else None
     if resume:
+        assert ckpt_path is not None                            # checked above: resume needs out_dir
         if not ckpt_path.exists():
             raise FileNotFoundError(f"cannot resume: no checkpoint at {ckpt_path}")
-        ck = torch.load(ckpt_path, map_location=device, weights_only=False)
+        ck = torch.load(ckpt_path, map_location=device, weights_only=True)
         if ck["model_config"] != asdict(mcfg):
             raise ValueError(f"cannot resume: the checkpoint's model {ck['model_config']} differs "
                              f"from this configuration's {asdict(mcfg)}")
@@ -709,7 +807,7 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
                        "parameters": n_params, "hardware": hardware_info(device)})
 
     def checkpoint() -> None:
-        rngs = [None] * world
+        rngs: list[Any] = [None] * world
         if world > 1:
             dist.all_gather_object(rngs, _rng_state())
         else:
@@ -758,6 +856,7 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
         st["batch_index"] += 1
         src_lens = (src != data.pad_id).sum(1).tolist()
         tgt_lens = (tgt[:, 1:] != data.pad_id).sum(1).tolist()
+        _check_batch(src, tgt, data.vocab_size)                   # on the CPU tensors: no device sync
         src, tgt = src.to(device, non_blocking=True), tgt.to(device, non_blocking=True)
         tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                   # (B, T): teacher forcing
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
