@@ -1,0 +1,120 @@
+"""The two hidden cells every chapter has, written from one place.
+
+1. **First code cell: install what is missing.** Opened from the book's Colab or Binder button,
+   or in any Python without this project's set-up, a chapter starts by installing the package
+   (`transformer-lib[viz,data]`, from the repository and branch set in `_config.yml`) and
+   MyST-NB (the chapters glue computed numbers into their text). Where both are importable, as
+   in `.venv` and under nbval, the cell does nothing and prints nothing. The environment
+   variable ``TRANSFORMER_LIB_SOURCE`` replaces the git URL (a local checkout:
+   ``file:///path/to/checkout``); tests/test_publish.py uses it to run the cell in a fresh venv.
+2. **Last code cell: the time of this run**, glued into the note under the chapter's title
+   ("about 35 s on a 2-core CPU"). A timing, so nbval does not compare its output.
+
+    python scripts/install_cell.py chapters/*.ipynb           # insert or update both cells
+    python scripts/install_cell.py --check chapters/*.ipynb   # exit 1 if a chapter is out of date
+
+Changing the repository URL in `_config.yml` and re-running this script updates every chapter;
+the cells' outputs do not change (the install cell prints nothing where it has nothing to do).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTALL_MARK = "# Colab, Binder or a Python without this book's package"
+TIMER_MARK = "# The time of this run"
+TAGS = ["remove-cell"]   # hidden in the HTML book; there in the notebook a reader runs
+
+
+def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
+    """(url, branch) of the book's repository, as `_config.yml` sets them."""
+    repo = yaml.safe_load(config.read_text(encoding="utf-8"))["repository"]
+    return repo["url"].rstrip("/"), repo.get("branch", "main")
+
+
+def install_cell_source(url: str, branch: str) -> str:
+    return "\n".join([
+        f"{INSTALL_MARK}: install it (where it is installed, as with `make lab`, nothing happens).",
+        "import importlib.util, os, time",
+        "_started = time.perf_counter()   # for the note under the title: how long the chapter takes",
+        'if not all(importlib.util.find_spec(m) for m in ("transformer_lib", "myst_nb")):',
+        f'    _source = os.environ.get("TRANSFORMER_LIB_SOURCE", "git+{url}@{branch}")',
+        '    %pip install --quiet "transformer-lib[viz,data] @ {_source}" "myst-nb>=1.1"',
+        "    importlib.invalidate_caches()",
+    ])
+
+
+def timer_cell_source() -> str:
+    return "\n".join([
+        "# NBVAL_IGNORE_OUTPUT",
+        f"{TIMER_MARK}, glued into the note under the chapter's title (a timing: nbval ignores it).",
+        "from myst_nb import glue",
+        "_seconds = time.perf_counter() - _started",
+        '_rounded = f"{5 * max(1, round(_seconds / 5))} s" if _seconds < 90 else f"{round(_seconds / 30) / 2:g} min"',
+        'glue("chapter_run_time", f"about {_rounded} on a {os.cpu_count()}-core CPU", display=False)',
+    ])
+
+
+def _is(cell, mark: str) -> bool:
+    return cell.cell_type == "code" and mark in cell.source
+
+
+def apply(nb: nbformat.NotebookNode, url: str, branch: str) -> bool:
+    """Insert or update both cells in `nb`; True if anything changed."""
+    changed = False
+    wanted = [(INSTALL_MARK, install_cell_source(url, branch)), (TIMER_MARK, timer_cell_source())]
+    for mark, source in wanted:
+        found = [c for c in nb.cells if _is(c, mark)]
+        if found:
+            cell = found[0]
+            if cell.source != source or cell.metadata.get("tags") != TAGS:
+                cell.source, changed = source, True
+                cell.metadata["tags"] = list(TAGS)
+            continue
+        cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(TAGS)})
+        if mark == INSTALL_MARK:   # the first code cell: right after the title cell
+            first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+            nb.cells.insert(first_code, cell)
+        else:                       # the last cell
+            nb.cells.append(cell)
+        changed = True
+    return changed
+
+
+def problems(nb: nbformat.NotebookNode, url: str, branch: str) -> list[str]:
+    """What is wrong with a chapter's two cells, as messages (empty: all good)."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    out = []
+    if not code or code[0].source != install_cell_source(url, branch):
+        out.append("the first code cell is not the install cell for " + f"{url}@{branch}")
+    if not code or code[-1].source != timer_cell_source():
+        out.append("the last code cell is not the run-time cell")
+    for c in code[:1] + code[-1:]:
+        if c.metadata.get("tags") != TAGS:
+            out.append(f"cell not tagged {TAGS}: {c.source.splitlines()[0]!r}")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    paths = [Path(a) for a in argv if a != "--check"]
+    url, branch = repository()
+    bad = 0
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        if check:
+            for msg in problems(nb, url, branch):
+                print(f"{path}: {msg}")
+                bad += 1
+        elif apply(nb, url, branch):
+            nbformat.write(nb, path)
+            print(f"{path}: updated")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
