@@ -1,0 +1,255 @@
+"""Publishing: the GitHub Actions workflow, Binder's environment, the chapters' install cell, the glossary.
+
+The workflow cannot run here, so its structure is checked: it runs `make test`, and on the default
+branch builds the book and deploys `_build/html` with the documented upload-pages-artifact /
+deploy-pages pair. The install cell, which makes a chapter work on Colab and Binder, is run in a
+fresh virtual environment that lacks the package, installing from a local copy of this checkout
+instead of the git URL (offline: no index, no dependencies).
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import install_cell  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
+SEEDS = ROOT.parent / "shared" / "seeds"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+DEFAULT_BRANCH = "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
+
+
+# --- the workflow ------------------------------------------------------------------------------
+
+def _steps(job: dict) -> list[dict]:
+    steps = job.get("steps")
+    assert isinstance(steps, list) and steps, "a job without steps"
+    for step in steps:
+        assert isinstance(step, dict) and ("uses" in step) != ("run" in step), f"a step needs uses or run: {step}"
+    return steps
+
+
+def check_workflow(wf: dict) -> None:
+    assert isinstance(wf, dict) and wf.get("name")
+    on = wf.get(True, wf.get("on"))        # YAML 1.1 reads the key `on` as the boolean True
+    assert on is not None, "no `on:` triggers"
+    assert set(on) >= {"push", "pull_request"}, on
+    assert "main" in on["push"]["branches"]
+    assert wf["permissions"] == {"contents": "read"}, "least privilege at the top; deploy asks for more"
+
+    jobs = wf["jobs"]
+    assert set(jobs) == {"test", "deploy"}, set(jobs)
+    test, deploy = jobs["test"], jobs["deploy"]
+    for job in jobs.values():
+        assert job["runs-on"] == "ubuntu-latest"
+    steps = _steps(test)
+    runs = "\n".join(s.get("run", "") for s in steps)
+    uses = [s.get("uses", "") for s in steps]
+    assert uses[0].startswith("actions/checkout@")
+    assert re.search(r"apt-get install\b.*\bchromium\b.*\bnpm\b", runs), "Chromium and npm from apt"
+    assert ".ci/run" in runs and "make test" in (ROOT / ".ci" / "run").read_text(), "the test step runs make test"
+    assert test["env"]["CI"] == "true", "under CI=true the browser tests fail instead of skipping"
+
+    book = [s for s in steps if s.get("run", "").strip() == "make book"]
+    upload = [s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact@")]
+    assert len(book) == 1 and len(upload) == 1, "one `make book` step and one upload-pages-artifact step"
+    assert steps.index(book[0]) < steps.index(upload[0]) and steps.index(book[0]) > uses.index(
+        next(u for u in uses if u.startswith("actions/checkout@")))
+    assert upload[0]["with"]["path"] == "_build/html"
+    for step in book + upload:
+        assert DEFAULT_BRANCH in step["if"] and "push" in step["if"], "publish only from the default branch"
+
+    assert deploy["needs"] == "test" and DEFAULT_BRANCH in deploy["if"]
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["environment"]["name"] == "github-pages"
+    (step,) = _steps(deploy)
+    assert step["uses"].startswith("actions/deploy-pages@") and step["id"] == "deployment"
+    assert "steps.deployment.outputs.page_url" in deploy["environment"]["url"]
+
+
+def test_workflow_runs_make_test_and_deploys_the_book_from_the_default_branch():
+    check_workflow(yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("break_it", ["deploy from every branch", "no id-token", "upload another folder", "no tests"])
+def test_workflow_check_catches_a_broken_workflow(break_it):
+    """The structure check is not vacuous: each of these mistakes fails it."""
+    wf = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    assert True in wf, "PyYAML reads `on:` as True (the check relies on it)"
+    steps = wf["jobs"]["test"]["steps"]
+    if break_it == "deploy from every branch":
+        wf["jobs"]["deploy"]["if"] = "always()"
+    elif break_it == "no id-token":
+        del wf["jobs"]["deploy"]["permissions"]["id-token"]
+    elif break_it == "upload another folder":
+        next(s for s in steps if "upload-pages-artifact" in s.get("uses", ""))["with"]["path"] = "_build"
+    else:
+        wf["jobs"]["test"]["steps"] = [s for s in steps if ".ci/run" not in s.get("run", "")]
+    with pytest.raises(AssertionError):
+        check_workflow(wf)
+
+
+# --- Binder ------------------------------------------------------------------------------------
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if m:
+            pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return pins
+
+
+def test_binder_environment_is_cpu_torch_and_the_projects_pins():
+    binder = ROOT / "binder" / "requirements.txt"
+    lines = [ln.strip() for ln in binder.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert lines[-1] == ".", "the book's own package, installed from the checkout"
+    ours, project = _pins(binder), _pins(ROOT / "requirements.txt")
+    assert ours["torch"] == project["torch"] + "+cpu", "CPU-only torch, same version"
+    for name in ("numpy", "matplotlib", "ipywidgets", "jupyterlab", "tokenizers", "num2words", "sacrebleu", "tqdm"):
+        assert ours.get(name) == project[name], f"{name}: binder {ours.get(name)} vs requirements.txt {project[name]}"
+    assert ours["myst-nb"] == importlib.metadata.version("myst-nb"), "the MyST-NB the book is built with (glue)"
+    assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+# --- the install cell --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_starts_with_the_install_cell_and_ends_with_its_run_time(path):
+    nb = nbformat.read(path, as_version=4)
+    url, branch = install_cell.repository()
+    assert not install_cell.problems(nb, url, branch), (
+        f"{path.name}: {install_cell.problems(nb, url, branch)}; run `python scripts/install_cell.py {path}`")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].outputs == [], "where the package is installed the install cell prints nothing"
+    glued = [o for o in code[-1].outputs if "application/papermill.record/text/plain" in o.get("data", {})]
+    assert glued and re.fullmatch(r"'about \d+(\.5)? (s|min) on a \d+-core CPU'",
+                                  glued[0]["data"]["application/papermill.record/text/plain"]), code[-1].outputs
+    first_md = next(c for c in nb.cells if c.cell_type == "markdown")
+    assert "{glue:text}`chapter_run_time`" in first_md.source and "GPU" in first_md.source, \
+        "the note under the title: how long the chapter takes, whether it uses a GPU"
+
+
+def test_install_cell_follows_the_repository_set_in_config():
+    url, branch = install_cell.repository()
+    assert url.startswith("https://github.com/") and branch
+    source = install_cell.install_cell_source(url, branch)
+    assert f'"git+{url}@{branch}"' in source
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["repository"]["url"] == url
+    other = install_cell.install_cell_source("https://github.com/someone/fork", "dev")
+    assert "git+https://github.com/someone/fork@dev" in other and url not in other
+
+
+def test_install_cell_installs_the_package_in_a_fresh_venv(tmp_path):
+    """The cell, run by IPython in a venv without transformer_lib, installs it (from a local copy)."""
+    # The package's sources only: a build in the checkout itself would leave build/ behind.
+    src = tmp_path / "checkout"
+    src.mkdir()
+    for f in ROOT.iterdir():
+        if f.is_file() and f.suffix in {"", ".toml", ".md", ".txt", ".cfg"} and not f.name.startswith("."):
+            shutil.copy2(f, src / f.name)
+    shutil.copytree(ROOT / "transformer_lib", src / "transformer_lib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    venv = tmp_path / "venv"
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base_python, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # Everything else (IPython, pip, setuptools, torch, myst_nb) from the project's venv, read-only:
+    # its site-packages on the path, without running its .pth files, so the editable
+    # transformer_lib of the checkout is NOT importable.
+    (site / "_project_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    script = tmp_path / "run_cell.py"
+    script.write_text(
+        "import importlib.util, sys\n"
+        "assert importlib.util.find_spec('transformer_lib') is None, 'the fresh venv already has it'\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        f"result = shell.run_cell({install_cell.install_cell_source(*install_cell.repository())!r})\n"
+        "result.raise_error()\n"
+        "import transformer_lib, torch\n"
+        "out, w = transformer_lib.attention(torch.ones(1, 2, 4), torch.ones(1, 3, 4), torch.ones(1, 3, 4))\n"
+        "print('installed at', transformer_lib.__file__, tuple(out.shape))\n"
+        f"again = shell.run_cell({install_cell.install_cell_source(*install_cell.repository())!r})\n"
+        "again.raise_error()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
+    env.update(TRANSFORMER_LIB_SOURCE=src.as_uri(), PIP_NO_INDEX="1", PIP_NO_DEPS="1",
+               PIP_NO_BUILD_ISOLATION="0",          # i.e. --no-build-isolation (pip's env quirk)
+               PIP_DISABLE_PIP_VERSION_CHECK="1", MPLBACKEND="agg")
+    proc = subprocess.run([python, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    installed = re.search(r"installed at (\S+) \(1, 2, 4\)", proc.stdout)
+    assert installed, proc.stdout
+    assert Path(installed.group(1)).is_relative_to(site), f"not installed into the fresh venv: {installed.group(1)}"
+    assert proc.stdout.count("Note: you may need to restart the kernel") == 1, "the second run is a no-op"
+
+
+# --- the glossary ------------------------------------------------------------------------------
+
+def _glossary() -> list[tuple[list[str], str]]:
+    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    body = re.search(r"```\{glossary\}\n(.*?)\n```", text, re.S).group(1)
+    entries = []
+    for block in re.split(r"\n\s*\n", body):
+        lines = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith(":")]
+        if not lines:
+            continue
+        terms = [ln for ln in lines if not ln.startswith(" ")]
+        definition = " ".join(ln.strip() for ln in lines if ln.startswith(" "))
+        entries.append((terms, definition))
+    return entries
+
+
+def test_glossary_gives_every_term_its_chinese_name():
+    entries = _glossary()
+    assert len(entries) >= 40
+    for terms, definition in entries:
+        assert definition, terms
+        assert any(CJK.search(t) for t in terms), f"{terms[0]}: no Chinese name"
+    names = {t for terms, _ in entries for t in terms}
+    for zh in ("自注意力", "多头注意力", "位置编码", "掩码", "交叉注意力", "残差连接", "层归一化", "前馈网络", "教师强制"):
+        assert zh in names, f"{zh} is not in the glossary"
+
+
+def test_glossary_chinese_names_are_the_seeds_own_unless_marked():
+    """Unmarked Chinese names are written exactly so in the seed notes; the others carry a †."""
+    if not SEEDS.is_dir():
+        pytest.skip(f"the seed notes are not here ({SEEDS})")
+    seeds = "".join(p.read_text(encoding="utf-8") for p in SEEDS.glob("*.txt"))
+    for terms, definition in _glossary():
+        zh = [t for t in terms if CJK.search(t)]
+        marked = definition.startswith("†")
+        in_seeds = all(t in seeds for t in zh)
+        assert in_seeds != marked, (f"{terms[0]} / {zh}: " + ("in the seeds, remove the †" if marked
+                                    else "not written so in the seeds: mark it with †"))
+
+
+def test_chapters_link_to_the_glossary_and_every_link_resolves():
+    terms = {t.lower() for ts, _ in _glossary() for t in ts}
+    for path in CHAPTERS:
+        nb = nbformat.read(path, as_version=4)
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        links = re.findall(r"\{term\}`([^`]*)`", text)
+        assert links, f"{path.name} never links to the glossary"
+        for link in links:
+            target = re.fullmatch(r"(?:.*<(.+)>|(.+))", link, re.S)
+            target = (target.group(1) or target.group(2)).strip().lower()
+            assert target in terms, f"{path.name}: {{term}}`{link}` is not in book/glossary.md"
