@@ -91,8 +91,8 @@ class Diagram:
     that screen readers read, besides the `alt` text the book gives the image.
     """
 
-    def __init__(self, width: float, height: float, title: str, desc: str = "") -> None:
-        self.width, self.height, self.title, self.desc = width, height, title, desc
+    def __init__(self, width: float, height: float, title: str, desc: str = "", role: Optional[str] = "img") -> None:
+        self.width, self.height, self.title, self.desc, self.role = width, height, title, desc, role
         self._body: list[str] = []
         self._markers: dict[str, str] = {}
 
@@ -198,9 +198,11 @@ class Diagram:
     # -- output ----------------------------------------------------------------------------
     def svg(self) -> str:
         defs = "".join(self._markers[k] for k in sorted(self._markers))
+        role = f' role="{self.role}"' if self.role else ""
+        style = "" if self.role else ' style="max-width:100%;height:auto"'      # inline in a page
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(self.width)}" height="{_f(self.height)}" '
-                f'viewBox="0 0 {_f(self.width)} {_f(self.height)}" role="img" '
-                f'aria-labelledby="t d" font-family="{FONT}">'
+                f'viewBox="0 0 {_f(self.width)} {_f(self.height)}"{role} '
+                f'aria-labelledby="t d" font-family="{FONT}"{style}>'
                 f'<title id="t">{escape(self.title)}</title><desc id="d">{escape(self.desc)}</desc>'
                 f'<style>a:hover rect{{stroke-width:3}} text{{dominant-baseline:auto}}</style>'
                 f"<defs>{defs}</defs>"
@@ -958,7 +960,7 @@ def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], beam
     colw, rowh = 124, 46
     rows = max(len(s) for s in steps)
     best = list(best)
-    D = Diagram(60 + (n_steps + 1) * colw + 30, 80 + rows * rowh + 50, "A beam-search tree from a real run",
+    D = Diagram(max(960, 60 + (n_steps + 1) * colw + 30), 80 + rows * rowh + 50, "A beam-search tree from a real run",
                 f"Beam search with beam size {beam_size} and length penalty alpha = {alpha}, as the library ran it. "
                 f"Columns are steps; each box is a candidate: its token and total log-probability. Kept "
                 f"hypotheses are solid, pruned candidates grey and dashed, finished ones (ending in <eos>) "
@@ -987,13 +989,13 @@ def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], beam
                 D.rect(x - 3, y - 3, 98, 32, stroke=dec, sw=1.0)
                 D.text(x + 46, y + 41, f"score {cand['score']:.2f}", size=10, color=dec, markup=False)
             tok = vocab.get(cand["token"], str(cand["token"]))
-            D.text(x + 46, y + 17, f"{tok}  {cand['logp']:.2f}", size=11, markup=False,
+            D.text(x + 46, y + 17, f"{tok} ({cand['logp']:.2f})", size=11, markup=False,
                    color=INK if status != "pruned" else "#9A9A9A", weight="bold" if on_best else None)
             if status == "kept":
                 kept_pos.append((x + 92, y + 13))
         prev_pos = kept_pos or prev_pos
     ly = D.height - 20
-    items = [(light(dec, 0.12), dec, False, "kept"), ("#F7F7F7", "#BBBBBB", True, "pruned (not among the best)"),
+    items = [(light(dec, 0.12), dec, False, "kept"), ("#F7F7F7", "#BBBBBB", True, "pruned, or left when the search stopped"),
              ("#FFFFFF", dec, False, "finished: score = log P / ((5 + |Y|) / 6)^α"), (light(dec, 0.45), dec, False, "the returned output")]
     x = 30
     for fill, stroke, dash, label in items:
@@ -1001,7 +1003,7 @@ def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], beam
         if label.startswith("finished"):
             D.rect(x - 3, ly - 13, 32, 20, stroke=dec, sw=0.8)
         D.text(x + 34, ly + 1, label, size=11, anchor="start", markup=label.startswith("finished"))
-        x += 44 + 6.4 * len(label)
+        x += 44 + 6.1 * len(label)
     return D
 
 
@@ -1075,7 +1077,8 @@ def overview(base: str = "../chapters/", pages: Mapping[int, str] = CHAPTER_PAGE
                 "multi-head attention (3), embeddings and positional encoding (4), masks (5), the encoder "
                 "layer with feed-forward network, residuals and LayerNorm (6), the decoder, cross-attention "
                 "and the full model (7), dropout (8), counting parameters (9), decoding (10), training (11), "
-                "results and attention maps (12), encoder-only and decoder-only variants (13).")
+                "results and attention maps (12), encoder-only and decoder-only variants (13).",
+                role=None)                      # not "img": its parts are links
     enc, dec = COLORS["encoder"], COLORS["decoder"]
 
     def part(ch, x, y, w, h, label, color, sub=None, size=12.5):
@@ -1111,7 +1114,7 @@ def overview(base: str = "../chapters/", pages: Mapping[int, str] = CHAPTER_PAGE
     part(6, 470, 220, 280, 44, "add & LayerNorm, feed-forward", COLORS["ffn"])
     part(8, 470, 160, 280, 40, "dropout", COLORS["norm"])
     D.arrow([(610, 438), (610, 396)])
-    D.arrow([(190, 212), (190, 160), (400, 160), (400, 307), (468, 307)], color=COLORS["key"], sw=2)
+    D.arrow([(190, 180), (190, 160), (400, 160), (400, 307), (468, 307)], color=COLORS["key"], sw=2)
     D.text(300, 152, "memory", size=11.5, color=COLORS["key"])
     # output
     part(7, 470, 40, 280, 50, "output layer (tied) → softmax", COLORS["output"], sub="probabilities of the next token")
