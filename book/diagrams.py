@@ -200,11 +200,12 @@ class Diagram:
         defs = "".join(self._markers[k] for k in sorted(self._markers))
         role = f' role="{self.role}"' if self.role else ""
         style = "" if self.role else ' style="max-width:100%;height:auto"'      # inline in a page
+        link_css = "" if self.role else " a{text-decoration:none}"
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(self.width)}" height="{_f(self.height)}" '
                 f'viewBox="0 0 {_f(self.width)} {_f(self.height)}"{role} '
                 f'aria-labelledby="t d" font-family="{FONT}"{style}>'
                 f'<title id="t">{escape(self.title)}</title><desc id="d">{escape(self.desc)}</desc>'
-                f'<style>a:hover rect{{stroke-width:3}} text{{dominant-baseline:auto}}</style>'
+                f'<style>a:hover rect{{stroke-width:3}} text{{dominant-baseline:auto}}{link_css}</style>'
                 f"<defs>{defs}</defs>"
                 f'<rect width="100%" height="100%" fill="#FFFFFF"/>')
         return head + "\n".join(self._body) + "</svg>\n"
