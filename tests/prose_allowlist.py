@@ -17,6 +17,8 @@ GLOBAL = {
     "64": "the paper's d_k = d_v = d_model / h (base model)",
     "0.1": "the paper's P_drop and label-smoothing epsilon (base model, §5.4)",
     "10000": "the constant of the sinusoidal encoding's wavelengths (§3.5)",
+    "37000": "the paper's shared byte-pair vocabulary of about 37000 tokens (§5.1)",
+    "37,000": "the paper's shared byte-pair vocabulary of about 37000 tokens (§5.1)",
 }
 
 ALLOWED: dict[str, dict[str, str]] = {
@@ -76,5 +78,21 @@ ALLOWED: dict[str, dict[str, str]] = {
         "65": "the paper's Table 3 base row: 65M parameters",
         "80": "the paper's Table 3 row (C), N = 8: 80M parameters",
         "23": "80M / 65M - 1 = 23%, arithmetic on the paper's numbers",
+    },
+    "07_decoder_cross_attention": {
+        "1024": "the paper's big model: d_model = 1024 (Table 3)",
+        "16": "the paper's big model: h = 16 heads (Table 3)",
+        "4096": "the paper's big model: d_ff = 4096 (Table 3)",
+        "0.3": "the paper's big model: P_drop = 0.3 (Table 3)",
+        "30": "the paper's own reference number in the quoted sentence ('similar to [30]')",
+        "32": "the toy model's width d_model = 32 (input)",
+        "95": "the accuracy target an exercise sets (input)",
+    },
+    "08_dropout": {
+        "0.0": "tensor2tensor's transformer_base_v1 attention/ReLU dropout rate (its config)",
+        "0.9": "1 - P_drop = 0.9, the survivors' divisor at the paper's rate (formula)",
+        "0.3": "the dropout rate chosen to make the attention-dropout effect visible (input)",
+        "0.7": "1 - p = 0.7 for that chosen rate (formula)",
+        "30": "the number of Monte Carlo samples an exercise asks for (input)",
     },
 }
