@@ -41,6 +41,7 @@ NUMBER = re.compile(r"(?<![A-Za-z_\\\d.,])\d+(?:[.,]\d+)*")
 
 
 def prose_numbers(source: str) -> list[str]:
+    source = source.replace("{,}", ",")                   # LaTeX thousands separator: 4{,}194{,}304
     for rx in NOT_PROSE:
         source = rx.sub(" ", source)
     return [m.group() for m in NUMBER.finditer(source)]
@@ -86,3 +87,4 @@ def test_the_check_catches_a_typed_number():
     assert prose_numbers("as the paper says (§3.2.1, Table 3), `x[0, 12]` in fp16") == []
     assert prose_numbers("a 37k vocabulary and 65M parameters") == ["37", "65"]
     assert prose_numbers("$\\sqrt{d_k} = 8$ for $d_k = 64$") == ["8", "64"]
+    assert prose_numbers("$4 \\cdot 262{,}144 = 4{,}194{,}304$") == ["4", "262,144", "4,194,304"]
