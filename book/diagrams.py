@@ -534,14 +534,14 @@ def mask_grids(query_tokens: Sequence[str], key_tokens: Sequence[str],
     Lq, Lk = len(query_tokens), len(key_tokens)
     c = 30
     pw = 110 + Lk * c
-    D = Diagram(30 + pw * len(masks), 110 + Lq * c + 60, "Which cells each mask removes",
+    D = Diagram(30 + pw * len(masks), 132 + Lq * c + 60, "Which cells each mask removes",
                 "Grids with one row per query and one column per key. " + " ".join(
                     f"{t}: removes {sum(not v for row in m for v in row)} of {Lq * Lk} cells." for t, m in masks.items()))
     for k, (title, m) in enumerate(masks.items()):
-        x0, y0 = 30 + k * pw + 80, 90
+        x0, y0 = 30 + k * pw + 80, 112
         if len(m) != Lq or any(len(r) != Lk for r in m):
             raise ValueError(f"mask {title!r} must be {Lq} x {Lk}")
-        D.text(x0 + Lk * c / 2, 30, title, weight="bold")
+        D.text(x0 + Lk * c / 2, 30, title, weight="bold", markup=False)
         kept = sum(v for row in m for v in row)
         D.text(x0 + Lk * c / 2, 47, f"{kept} of {Lq * Lk} cells kept", size=11.5, color="#444444")
         D.cells(x0, y0, Lq, Lk, c, fill=lambda i, j: "#FFFFFF" if m[i][j] else COLORS["mask"],
