@@ -41,6 +41,14 @@ ALLOWED: dict[str, dict[str, str]] = {
         "2.77": "ln 16 = 2.77, the entropy of a uniform row over 16 keys (formula)",
         "90": "the chapter's definition of 'at chance': loss above 90% of ln 16 (a threshold)",
     },
+    "03_multi_head": {
+        "1536": "3 x 512 = 1536, the width of the fused W_Q, W_K, W_V matrix (formula)",
+        "48": "the 48 random feature dimensions of the hand-made example (input)",
+        "1024": "the paper's big model d_model = 1024; 2 d_model = 1024 (formula); L = 1024 (input)",
+        "16": "the paper's big model h = 16; the benchmark's batch B = 16 (input)",
+        "100": "the length of a translation sentence, L <~ 100, an order of magnitude",
+        "128": "the benchmark's sequence length L = 128 (input)",
+    },
     "04_positional_encoding": {
         "32": "the width d_model = 32 of the source notes' example (input); also d_k/2 = 32 pairs",
         "15": "the last pair index i = 15 of a width-32 table (formula)",
