@@ -9,6 +9,9 @@
    ``file:///path/to/checkout``); tests/test_publish.py uses it to run the cell in a fresh venv.
 2. **Last code cell: the time of this run**, glued into the note under the chapter's title
    ("about 35 s on a 2-core CPU"). A timing, so nbval does not compare its output.
+3. **The note under the title** (in the first markdown cell): how long the chapter takes, whether
+   it uses a GPU, how to run it. A new chapter gets the CPU-only wording; edit it if the chapter
+   uses a GPU when one is present.
 
     python scripts/install_cell.py chapters/*.ipynb           # insert or update both cells
     python scripts/install_cell.py --check chapters/*.ipynb   # exit 1 if a chapter is out of date
@@ -59,6 +62,18 @@ def timer_cell_source() -> str:
     ])
 
 
+NOTE_TITLE = "Running this chapter"
+NOTE_CPU = "It runs on the CPU and does not use a GPU, even where there is one."
+
+
+def note(gpu_sentence: str = NOTE_CPU) -> str:
+    return ("\n\n:::{admonition} " + NOTE_TITLE + "\n:class: tip\n"
+            "Top to bottom, the run stored here took {glue:text}`chapter_run_time`. " + gpu_sentence +
+            " To run it yourself: `make lab` on your machine, or the launch button (the rocket at the "
+            "top of the page) for Colab or Binder, where the chapter's first cell installs "
+            "`transformer_lib`.\n:::")
+
+
 def _is(cell, mark: str) -> bool:
     return cell.cell_type == "code" and mark in cell.source
 
@@ -82,6 +97,10 @@ def apply(nb: nbformat.NotebookNode, url: str, branch: str) -> bool:
         else:                       # the last cell
             nb.cells.append(cell)
         changed = True
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    if NOTE_TITLE not in first.source:
+        first.source = first.source.rstrip("\n") + note()
+        changed = True
     return changed
 
 
@@ -93,6 +112,9 @@ def problems(nb: nbformat.NotebookNode, url: str, branch: str) -> list[str]:
         out.append("the first code cell is not the install cell for " + f"{url}@{branch}")
     if not code or code[-1].source != timer_cell_source():
         out.append("the last code cell is not the run-time cell")
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is None or "{glue:text}`chapter_run_time`" not in first.source:
+        out.append("the first markdown cell has no note with the run time")
     for c in code[:1] + code[-1:]:
         if c.metadata.get("tags") != TAGS:
             out.append(f"cell not tagged {TAGS}: {c.source.splitlines()[0]!r}")

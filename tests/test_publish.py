@@ -135,7 +135,7 @@ def test_chapter_starts_with_the_install_cell_and_ends_with_its_run_time(path):
     nb = nbformat.read(path, as_version=4)
     url, branch = install_cell.repository()
     assert not install_cell.problems(nb, url, branch), (
-        f"{path.name}: {install_cell.problems(nb, url, branch)}; run `python scripts/install_cell.py {path}`")
+        f"{path.name}: {install_cell.problems(nb, url, branch)}; run `python scripts/install_cell.py {path}`, then `make execute NB={path}`")
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[0].outputs == [], "where the package is installed the install cell prints nothing"
     glued = [o for o in code[-1].outputs if "application/papermill.record/text/plain" in o.get("data", {})]
