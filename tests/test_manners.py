@@ -307,3 +307,50 @@ def test_cli_one_line_errors_and_import_check(monkeypatch, capsys):
         train.check_training_imports("toy")
     assert train.cli(["--preset", "tiny", "--data", "toy", "--steps", "1"]) == 2
     assert "sacrebleu" in capsys.readouterr().err
+
+
+def _count_aten(fn, name: str) -> int:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.__name__.startswith(name):
+                Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return Count.n
+
+
+def test_ids_checked_once_per_call_and_never_when_switched_off(model, batch):
+    """Each token tensor's range is read once per call (one host sync each on a GPU), not once
+    per internal method; with `validate_args=False` (the training loop) never."""
+    src, tgt = batch
+    with torch.no_grad():
+        assert _count_aten(lambda: model(src, tgt), "aminmax") == 2
+        assert _count_aten(lambda: model.encode(src), "aminmax") == 1
+        model.validate_args = False
+        assert _count_aten(lambda: model(src, tgt), "aminmax") == 0
+
+
+def test_training_uses_bf16_exactly_where_native(tmp_path):
+    cfg = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100)
+    _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
+                              progress=False, final_eval=())
+    assert summary["bf16_autocast"] == native_bf16("cpu")
+    cfg32 = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100, bf16=False)
+    _, summary32 = run_training(cfg32, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
+                                progress=False, final_eval=())
+    assert summary32["bf16_autocast"] is False
+
+
+def test_build_outputs_ignored_by_git(tmp_path):
+    import subprocess
+
+    from conftest import ROOT
+    for path in ("build/lib/x.py", "transformer_lib.egg-info/PKG-INFO", "dist/x.whl"):
+        proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
+        assert proc.returncode == 0, f"{path} is not ignored by .gitignore"
