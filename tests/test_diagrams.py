@@ -86,3 +86,21 @@ def test_committed_static_figures_equal_the_code():
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_figures.py"), "--check"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_heatmaps_use_the_diagrams_colours():
+    """transformer_lib.viz (the heatmaps' axis labels) and book/diagrams.py share one palette."""
+    pytest.importorskip("matplotlib")
+    from transformer_lib.viz import COMPONENT_COLORS
+
+    for name, colour in COMPONENT_COLORS.items():
+        assert diagrams.COLORS[name] == colour, name
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from transformer_lib.viz import plot_attention
+    ax = plot_attention([[0.5, 0.5], [1.0, 0.0]], ["a", "b"], ["a", "b"])
+    assert ax.yaxis.label.get_color() == COMPONENT_COLORS["query"]
+    assert ax.xaxis.label.get_color() == COMPONENT_COLORS["key"]
+    plt.close(ax.figure)
