@@ -660,7 +660,7 @@ def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
     """
     return _eval_losses(model, batches, pad_id, label_smoothing, amp)[0]
 
-# %% ../chapters/11b_training.ipynb #fe5a93d1
+# %% ../chapters/11b_training.ipynb #cfa0ffe9
 class _Metrics:
     """Appends one JSON object per line to `metrics.jsonl` (rank 0 only)."""
 
@@ -921,7 +921,7 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
                    "train_tokens": st["tokens"],
                    "tokens_per_s": st["tokens"] / max(st["train_time_s"], 1e-9),
                    "model_flops_per_s": st["flops"] / max(st["train_time_s"], 1e-9),
-                   "hardware": hardware_info(device), "world_size": world,
+                   "hardware": hardware_info(device), "world_size": world, "bf16_autocast": amp,
                    "config": asdict(cfg), "model_config": asdict(mcfg)}
         if peak_flops:
             summary["peak_flops"] = peak_flops
