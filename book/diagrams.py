@@ -673,9 +673,9 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
     output, the (tied) output layer; each part with its chapter and `transformer_lib` name."""
     c = config
     Ne, Nd = c.n_encoder_layers, c.n_decoder_layers
-    lh, gap = 50, 8
+    lh, gap = 46, 8
     top = 170
-    H = top + max(Ne, Nd) * (lh + gap) + 230
+    H = top + max(Ne, Nd) * (lh + gap) + 242
     D = Diagram(1030, H, "The whole Transformer",
                 f"Left, the encoder: source tokens (B, S), the embedding times the square root of d = "
                 f"{c.d_model}, the sinusoidal positional encoding, then {Ne} encoder layers, each "
@@ -709,10 +709,12 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
                 label_xy=(x + w / 2 + 8, 148))
     # stacks
     for x, col, N, kind in ((ex, enc, Ne, "enc"), (dx, dec, Nd, "dec")):
-        stack_h = N * (lh + gap) + 34
+        stack_h = N * (lh + gap) + 48
         D.rect(x - 8, top - 14, w + 16, stack_h, stroke=col, fill=light(col, 0.06), rx=8, sw=2)
         label = (f"Encoder: {N} × EncoderLayer   (ch 6)" if kind == "enc" else f"Decoder: {N} × DecoderLayer   (ch 7)")
         D.text(x + w / 2, top + N * (lh + gap) + 10, label, size=11.5, color=col, weight="bold")
+        names = "MultiHeadAttention · PositionwiseFeedForward"
+        D.text(x + w / 2, top + N * (lh + gap) + 26, names, size=10, color="#444444", mono=True)
         for i in range(N):
             y = top + i * (lh + gap)
             D.rect(x, y, w, lh, stroke=col, fill=light(col, 0.14), rx=5, sw=1.2)
@@ -728,7 +730,7 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
             for k, (t, pc, code) in enumerate(parts):
                 px = x + 18 + k * (pw + 8)
                 bh = lh - 10 if kind == "enc" else lh - 17
-                D.box(px, y + 4, pw, bh, t, pc, code=code if i == 0 else None, size=11.5, weight=None, sw=1.1)
+                D.box(px, y + 4, pw, bh, t, pc, size=11.5, weight=None, sw=1.1)
                 if kind == "dec" and k == 1:
                     # keys and values from the memory bus, under the self-attention box
                     D.arrow([(dx - 40, y + lh - 5), (px + 22, y + lh - 5), (px + 22, y + bh + 5)],
@@ -736,8 +738,8 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
             if i < N - 1:
                 D.arrow([(x + w / 2, y + lh), (x + w / 2, y + lh + gap)], sw=1.1, head=False)
     # memory bus
-    mem_y = top + Ne * (lh + gap) + 48
-    D.arrow([(ex + w / 2, top + Ne * (lh + gap) + 20), (ex + w / 2, mem_y - 2)])
+    mem_y = top + Ne * (lh + gap) + 60
+    D.arrow([(ex + w / 2, top + Ne * (lh + gap) + 34), (ex + w / 2, mem_y - 2)])
     D.box(ex + 80, mem_y, w - 160, 42, "memory", enc, sub=_shape("B", "S", "d") + ": the encoder's final output", size=12.5)
     bus_x = dx - 40
     D.line(ex + w - 80, mem_y + 21, bus_x, mem_y + 21, color=COLORS["key"], sw=2.2)
@@ -745,8 +747,8 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
     D.text(ex + w - 72, mem_y + 40, "keys and values for the cross-attention", size=11, color=COLORS["key"], anchor="start")
     D.text(ex + w - 72, mem_y + 54, "of every decoder layer", size=11, color=COLORS["key"], anchor="start")
     # output
-    oy = top + Nd * (lh + gap) + 48
-    D.arrow([(dx + w / 2, top + Nd * (lh + gap) + 20), (dx + w / 2, oy - 2)], label=_shape("B", "T", "d"),
+    oy = top + Nd * (lh + gap) + 60
+    D.arrow([(dx + w / 2, top + Nd * (lh + gap) + 34), (dx + w / 2, oy - 2)], label=_shape("B", "T", "d"),
             label_xy=(dx + w / 2 + 8, oy - 10))
     D.box(dx + 40, oy, w - 80, 42, "output layer: Linear d → V", COLORS["output"], code="output", size=12.5)
     D.arrow([(dx + w / 2, oy + 42), (dx + w / 2, oy + 62)], label="logits " + _shape("B", "T", "V"),
