@@ -141,3 +141,43 @@ def test_screenshot_of_chapter_1(browser):
     shot.unlink(missing_ok=True)
     browser("chapters/01_qkv_attention.html", f"--screenshot={shot}", "--window-size=1280,13000")
     assert shot.exists() and shot.stat().st_size > 200_000, "screenshot missing or blank"
+
+
+def _repository() -> tuple[str, str]:
+    import yaml
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    return repo["url"].rstrip("/"), repo.get("branch", "main")
+
+
+def _buttons(html: str, stem: str) -> list[str]:
+    """What is missing among a chapter page's launch, download and repository buttons."""
+    url, branch = _repository()
+    slug = url.removeprefix("https://github.com/")
+    hrefs = set(re.findall(r'href="([^"]+)"', html))
+    wanted = {
+        "Colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/chapters/{stem}.ipynb",
+        "Binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/chapters/{stem}.ipynb",
+        "download .ipynb": f"../_sources/chapters/{stem}.ipynb",
+        "repository": url,
+        "edit": f"{url}/edit/{branch}/chapters/{stem}.ipynb",
+    }
+    missing = [name for name, href in wanted.items() if href not in hrefs]
+    if not any(h.startswith(f"{url}/issues/new") for h in hrefs):
+        missing.append("issues")
+    return missing
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[nb.stem for nb in CHAPTERS])
+def test_chapter_pages_have_launch_download_and_repository_buttons(built_book, nb):
+    page = built_book / "chapters" / f"{nb.stem}.html"
+    assert not _buttons(page.read_text(encoding="utf-8"), nb.stem), f"{nb.stem}: missing {_buttons(page.read_text(encoding='utf-8'), nb.stem)}"
+    assert (built_book / "_sources" / "chapters" / f"{nb.name}").exists(), "the .ipynb to download"
+
+
+@pytest.mark.browser
+def test_buttons_are_in_the_rendered_page(browser):
+    """In the page as Chromium renders it (after the theme's scripts ran), the buttons are there."""
+    dom = browser("chapters/02_scaling.html", "--dump-dom")
+    assert not _buttons(dom, "02_scaling"), _buttons(dom, "02_scaling")
+    assert "btn-launch-colab" in dom or "colab" in dom.lower()
