@@ -106,7 +106,7 @@ def lab(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(f"{base}/api/status?token={token}", proc, log)
-        yield base, token, notebooks
+        yield base, token, notebooks, log
     finally:
         proc.terminate()   # SIGTERM: the server shuts its kernels down and exits
         try:
@@ -123,7 +123,7 @@ def _digest(path: Path) -> str:
 def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
-    base, token, notebooks = lab
+    base, token, notebooks, log = lab
     original = _digest(CHAPTER)
     t0 = time.monotonic()
     with sync_playwright() as pw:
@@ -205,6 +205,14 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
                                  await f.done; return text.trim(); }""")
             assert kernel_value == "1024", f"the kernel's slider value is {kernel_value!r}, expected 1024"
             assert not errors, f"JavaScript errors in the page: {errors}"
+        except Exception as exc:   # leave a picture and the server's log for whoever reads the failure
+            shot = ROOT / "_build" / "screenshots" / "jupyterlab_failure.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                page.screenshot(path=str(shot), full_page=True)
+            except Exception:  # noqa: BLE001 - the page may be gone
+                pass
+            raise AssertionError(f"{exc}\n(screenshot: {shot})\nJupyterLab log:\n{log.read_text()[-3000:]}") from exc
         finally:
             browser.close()
     elapsed = time.monotonic() - t0
