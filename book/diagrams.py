@@ -404,7 +404,7 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
     D.text(520, ys[0] - 24, f"split, view as h = {h} heads of d_k = {d_k}", size=11.5, color=ink2)
     # 4. heads in parallel
     hx = 700
-    D.step_badge(hx - 16, ys[2] + 60, 4)
+    D.step_badge(hx - 10, ys[2] + 60, 4)
     D.text(hx + 50, 34, f"{h} heads in parallel", size=12, weight="bold")
     show = list(range(min(h, 8)))
     hh = (ys[2] + 40 - ys[0]) / len(show)
@@ -413,7 +413,7 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
               weight=None, sw=1.1)
     for (n, col), y in zip(names, ys):
         D.arrow([(556 + min(h, 8) * 5 + 60, y + 20), (hx - 4, y + 20)], color=col, sw=1.3)
-    D.text(hx + 50, ys[2] + 64, "softmax(Q_i K_i^T / √d_k) V_i", size=11, color=ink2)
+    D.text(hx + 6, ys[2] + 64, "softmax(Q_i K_i^T / √d_k) V_i", size=11, color=ink2, anchor="start")
     # 5. concat and W_O
     cx = 830
     D.step_badge(cx + 10, yc - 75, 5)
