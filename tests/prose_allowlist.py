@@ -141,7 +141,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "05_masking": {
         "20": "the number of extra padding tokens the check appends (input)",
-        "65504": "the largest float16 value, a constant of the format (also glued from finfo)",
     },
     "11a_data": {
         "2014": "WMT 2014, the paper's data set (§5.1)",
@@ -160,6 +159,17 @@ ALLOWED: dict[str, dict[str, str]] = {
         "2,000": "the token budget of the example batch (input)",
         "1,000": "the token budget of the sharding check (input)",
         "100": "the pool of 100 batches an exercise asks for (input)",
+    },
+    "12_results_and_attention": {
+        "0.6": "the paper's length penalty alpha = 0.6 (§6.1)",
+        "27.3": "the paper's base-model BLEU on WMT 2014 English-German (Table 2)",
+        "2014": "WMT 2014, the paper's task (§5.1)",
+        "25": "the 25th percentile, one of the quantiles the rule shows (input)",
+        "50": "the 50th percentile, one of the quantiles the rule shows (input)",
+        "75": "the 75th percentile, one of the quantiles the rule shows (input)",
+        "95": "the 95th percentile, one of the quantiles the rule shows (input)",
+        "100": "batches of 100 sentences; the first 1, 10 and 100 sentences timed (inputs)",
+        "2,000": "the extra training steps an exercise asks for (input)",
     },
     "13_beyond": {
         "110": "BERT's reported 'Total Parameters=110M' (Devlin et al., 2019)",
