@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,136 @@ def test_buttons_are_in_the_rendered_page(browser):
     dom = browser("chapters/02_scaling.html", "--dump-dom")
     assert not _buttons(dom, "02_scaling"), _buttons(dom, "02_scaling")
     assert "btn-launch-colab" in dom or "colab" in dom.lower()
+
+
+# ---- figures: every chapter's diagrams load and are not blank; screenshots to look at ----------
+# The diagrams the book promises (issue 12), by the MyST name of their figure on each page.
+DIAGRAMS = {
+    "01_qkv_attention": ["fig-query-path", "fig-attention-block"],
+    "03_multi_head": ["fig-multi-head"],
+    "04_positional_encoding": ["fig-positional-sum"],
+    "04b_relative_positions": ["fig-rope"],
+    "05_masking": ["fig-mask-grids"],
+    "06_encoder": ["fig-encoder-layer-ln", "fig-norm-axes"],
+    "07_decoder_cross_attention": ["fig-three-ways", "fig-whole-model", "fig-decoder-inputs"],
+    "10_decoding": ["fig-kv-cache", "fig-beam-tree"],
+    "11a_data": ["fig-training-pipeline"],
+}
+
+# A same-origin page that opens a book page in an iframe and reports, for every figure image,
+# whether it loaded and how much of it is not white (drawn onto a canvas), and for every inline
+# SVG (the introduction's map) its size and whether each of its links answers.
+FIGCHECK = r"""<!doctype html><html><body><pre id="figcheck">pending</pre><iframe id="f"
+style="width:1280px;height:3000px"></iframe><script>
+const out = {images: [], figures: [], inline: []};
+const frame = document.getElementById('f');
+frame.onload = async () => {
+  const doc = frame.contentDocument;
+  out.figures = Array.from(doc.querySelectorAll('figure[id]')).map(f => f.id);
+  out.height = doc.documentElement.scrollHeight;
+  const imgs = Array.from(doc.querySelectorAll('img')).filter(i => /_images\//.test(i.getAttribute('src') || ''));
+  await Promise.all(imgs.map(img => img.complete ? null : new Promise(r => { img.onload = r; img.onerror = r; })));
+  for (const img of imgs) {
+    const rec = {src: img.getAttribute('src'), alt: img.getAttribute('alt') || '', w: img.naturalWidth,
+                 h: img.naturalHeight, figure: (img.closest('figure[id]') || {}).id || null, ink: 0, colours: 0};
+    if (img.naturalWidth > 0) {
+      const c = document.createElement('canvas');
+      c.width = Math.min(img.naturalWidth, 2400); c.height = Math.min(img.naturalHeight, 2400);
+      const g = c.getContext('2d'); g.fillStyle = '#fff'; g.fillRect(0, 0, c.width, c.height);
+      g.drawImage(img, 0, 0, c.width, c.height);
+      const d = g.getImageData(0, 0, c.width, c.height).data, seen = new Set();
+      let ink = 0, n = 0;
+      for (let i = 0; i < d.length; i += 4 * 3) {
+        n++; if (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235) ink++;
+        seen.add((d[i] >> 4) << 8 | (d[i + 1] >> 4) << 4 | (d[i + 2] >> 4));
+      }
+      rec.ink = ink / n; rec.colours = seen.size;
+    }
+    out.images.push(rec);
+  }
+  for (const svg of doc.querySelectorAll('article svg[aria-labelledby]')) {
+    const box = svg.getBoundingClientRect();
+    const links = Array.from(svg.querySelectorAll('a')).map(a => new URL(a.getAttribute('href'), doc.baseURI).href);
+    const status = await Promise.all([...new Set(links)].map(u => fetch(u, {method: 'HEAD'}).then(r => [u, r.status], () => [u, 0])));
+    out.inline.push({w: box.width, h: box.height, texts: svg.querySelectorAll('text').length,
+                     links: links.length, status: Object.fromEntries(status)});
+  }
+  document.getElementById('figcheck').textContent = JSON.stringify(out);
+};
+frame.src = new URLSearchParams(location.search).get('page');
+</script></body></html>"""
+
+
+@pytest.fixture(scope="session")
+def figcheck(browser, built_book):
+    """`figcheck(page)` -> what the page's figures look like in Chromium (see FIGCHECK)."""
+    probe = built_book / "_figcheck.html"          # in the build output only, removed afterwards
+    probe.write_text(FIGCHECK, encoding="utf-8")
+
+    def check(page: str) -> dict:
+        dom = browser(f"_figcheck.html?page={page}", "--dump-dom")
+        found = re.search(r'<pre id="figcheck">(.*?)</pre>', dom, flags=re.S)
+        assert found and found.group(1) != "pending", f"{page}: the figure check did not finish"
+        return json.loads(unescape(found.group(1)))
+
+    yield check
+    probe.unlink(missing_ok=True)
+
+
+def _not_blank(img: dict) -> bool:
+    return img["w"] > 0 and img["h"] > 0 and img["ink"] > 0.01 and img["colours"] >= 3
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[nb.stem for nb in CHAPTERS])
+def test_chapter_figures_load_and_are_not_blank(figcheck, nb):
+    report = figcheck(f"chapters/{nb.stem}.html")
+    images = report["images"]
+    assert len(images) >= _image_outputs(nb), f"{nb.stem}: {len(images)} images, {_image_outputs(nb)} stored"
+    blank = [i["src"] for i in images if not _not_blank(i)]
+    assert not blank, f"{nb.stem}: images that did not load or are blank: {blank}"
+    for name in DIAGRAMS.get(nb.stem, []):          # each promised diagram: there, loaded, with alt text
+        assert name in report["figures"], f"{nb.stem}: figure {name} missing"
+        drawn = [i for i in images if i["figure"] == name]
+        assert drawn and all(_not_blank(i) and len(i["alt"]) > 80 for i in drawn), f"{nb.stem}: {name}"
+        assert all(i["src"].endswith(".svg") for i in drawn), f"{nb.stem}: {name} is not SVG"
+
+
+@pytest.mark.browser
+def test_intro_map_is_drawn_and_its_links_work(figcheck):
+    report = figcheck("book/intro.html")
+    (svg,) = report["inline"]
+    assert svg["w"] > 300 and svg["h"] > 150 and svg["texts"] > 20, svg
+    assert svg["links"] >= len(set(diagrams_pages())), svg
+    broken = {u: s for u, s in svg["status"].items() if s != 200}
+    assert not broken, f"links of the introduction's map that do not answer: {broken}"
+    chapters = {u.rsplit("/", 1)[-1] for u in svg["status"]}
+    assert {f"{p}.html" for p in diagrams_pages()} <= chapters
+
+
+def diagrams_pages() -> list[str]:
+    sys.path.insert(0, str(ROOT / "book"))
+    import diagrams
+    return list(diagrams.CHAPTER_PAGES.values())
+
+
+SCREENSHOTS = {"intro": "book/intro.html", "03_multi_head": "chapters/03_multi_head.html",
+               "07_decoder_cross_attention": "chapters/07_decoder_cross_attention.html"}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("name", SCREENSHOTS)
+def test_screenshots_to_look_at(browser, figcheck, name):
+    """Full-length screenshots for people to look at (not committed): _build/screenshots/."""
+    from PIL import Image, ImageStat
+
+    page = SCREENSHOTS[name]
+    height = min(figcheck(page)["height"] + 40, 30000)     # the whole page, as laid out at 1280 px
+    shot = BUILD / "screenshots" / f"{name}.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    shot.unlink(missing_ok=True)
+    browser(page, f"--screenshot={shot}", f"--window-size=1280,{height}")
+    assert shot.exists(), shot
+    with Image.open(shot) as im:
+        band = im.convert("L").crop((300, 0, 1000, min(im.height, 4000)))   # the text column
+        assert ImageStat.Stat(band).stddev[0] > 20, f"{name}: the screenshot looks blank"
