@@ -160,6 +160,10 @@ ALLOWED: dict[str, dict[str, str]] = {
         "1,000": "the token budget of the sharding check (input)",
         "100": "the pool of 100 batches an exercise asks for (input)",
     },
+    "11c_train_cli": {
+        "60": "the step count the resumed command asks for (input)",
+        "20": "the step count of the two-process run (input)",
+    },
     "12_results_and_attention": {
         "0.6": "the paper's length penalty alpha = 0.6 (§6.1)",
         "27.3": "the paper's base-model BLEU on WMT 2014 English-German (Table 2)",
