@@ -1,7 +1,8 @@
 """A real client in a live JupyterLab: chapter 2's explorer runs and its slider redraws the figure.
 
 The test starts JupyterLab (the one `make lab` runs) on 127.0.0.1 with a random port and a
-token, over a temporary copy of chapter 2, so the notebook in `chapters/` is never touched.
+token, over a temporary copy of chapter 2, so the notebook in `chapters/` is never touched (and
+the copy is checked unchanged at the end: nothing was saved).
 Headless Chromium (Debian's `chromium`, driven by Playwright through `executable_path`:
 Playwright's own browser download is not needed) opens the notebook, runs every cell up to
 the explorer and the explorer itself, moves the `d_k` slider with the keyboard, and checks
@@ -85,6 +86,10 @@ def lab(tmp_path):
     notebooks.mkdir()
     shutil.copy2(CHAPTER, notebooks / CHAPTER.name)
     home = tmp_path / "home"   # settings, workspaces, runtime files: nothing of the user's is used or written
+    # No autosave: the test never saves, so the copy must come out as it went in (checked below).
+    settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "docmanager-extension"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
     env = {**os.environ,
            "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
@@ -124,7 +129,8 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
     base, token, notebooks, log = lab
-    original = _digest(CHAPTER)
+    copy = notebooks / CHAPTER.name
+    original = _digest(copy)
     t0 = time.monotonic()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=_chromium(), headless=True,
@@ -217,4 +223,5 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
             browser.close()
     elapsed = time.monotonic() - t0
     print(f"JupyterLab client test: {elapsed:.1f} s in the browser")
-    assert _digest(CHAPTER) == original, "the test modified chapters/02_scaling.ipynb"
+    # Nothing was saved, not even to the copy the server was given (chapters/ is outside its root).
+    assert _digest(copy) == original, "JupyterLab saved the notebook"
