@@ -6,7 +6,7 @@ resuming, and several processes under torchrun."""
 # %% auto #0
 __all__ = ['build_parser', 'config_from_args', 'check_training_imports', 'cli', 'main']
 
-# %% ../chapters/11c_train_cli.ipynb #9cfd4db4
+# %% ../chapters/11c_train_cli.ipynb #de3b9973
 import argparse
 import importlib.util
 import os
@@ -19,12 +19,15 @@ from typing import Any, Optional, Sequence
 import torch
 import torch.distributed as dist
 
+from .model import TransformerConfig
 from .training import TrainConfig, multi30k_data, run_training, toy_translation_data
 
 
 def _parse_field(name: str, text: str) -> Any:
-    """Read `text` as the value of the `TrainConfig` field `name` (int, float, bool, str or None)."""
-    known = {f.name: f for f in fields(TrainConfig)}
+    """Read `text` as the value of the `TrainConfig` field `name`, or of `model.<field>`
+    (a `TransformerConfig` field): an int, float, bool, str or None."""
+    known = {f.name: f for f in fields(TrainConfig) if f.name != "model"}
+    known.update({f"model.{f.name}": f for f in fields(TransformerConfig)})
     if name not in known:
         raise ValueError(f"--set: unknown TrainConfig field {name!r}; expected one of {sorted(known)}")
     if text.lower() == "none":
@@ -57,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None,
                    help="folder of the Multi30k files (default: $TRANSFORMER_DATA_DIR, else cache)")
     p.add_argument("--steps", type=int, default=None, help="total optimiser steps")
+    p.add_argument("--epochs", type=int, default=None, help="stop after this many epochs")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="stop training after this long, then evaluate")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
@@ -90,13 +94,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             raise ValueError(f"--set expects FIELD=VALUE, got {item!r}")
         name, text = item.split("=", 1)
         overrides[name.strip()] = _parse_field(name.strip(), text.strip())
-    for flag, name in (("steps", "steps"), ("time_budget", "time_budget_s"),
+    for flag, name in (("steps", "steps"), ("epochs", "max_epochs"), ("time_budget", "time_budget_s"),
                        ("device", "device"), ("threads", "num_threads")):
         if getattr(args, flag) is not None:
             overrides[name] = getattr(args, flag)
     if args.compile:
         overrides["compile"] = True
-    return TrainConfig.from_preset(args.preset, **overrides)
+    return TrainConfig.from_preset(args.preset).updated(overrides)
 
 
 _NEEDS = {"sacrebleu": "sacrebleu", "tqdm": "tqdm", "tokenizers": "tokenizers"}

@@ -5,16 +5,18 @@ smoothing), on CPU or GPU, in one process or many, with exact resumption, and sa
 
 # %% auto #0
 __all__ = ['make_optimizer', 'noam_lr', 'make_scheduler', 'label_smoothed_cross_entropy', 'TrainConfig', 'TrainingData',
-           'toy_translation_data', 'multi30k_data', 'translate', 'corpus_bleu', 'hardware_info', 'native_bf16',
-           'train_flops', 'evaluate_loss', 'read_metrics', 'load_checkpoint', 'run_training']
+           'toy_translation_data', 'multi30k_data', 'translate', 'corpus_bleu', 'translation_scores', 'hardware_info',
+           'native_bf16', 'train_flops', 'evaluate_loss', 'read_metrics', 'load_checkpoint', 'average_state_dicts',
+           'run_training']
 
-# %% ../chapters/11b_training.ipynb #f0832bdb
+# %% ../chapters/11b_training.ipynb #a27c064c
 import json
 import math
 import os
 import platform
 import random
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -30,9 +32,9 @@ from .model import Transformer, TransformerConfig
 from .multihead import _check_dropout, _check_positive
 from .params import transformer_flops
 
-# %% ../chapters/11b_training.ipynb #69899dc5
+# %% ../chapters/11b_training.ipynb #86830582
 def make_optimizer(model: nn.Module, betas: tuple[float, float] = (0.9, 0.98),
-                   eps: float = 1e-9) -> torch.optim.Adam:
+                   eps: float = 1e-9, fused: Optional[bool] = None) -> torch.optim.Adam:
     """Adam with the paper's hyper-parameters (§5.3) and a base learning rate of 1.0.
 
     The actual learning rate is set step by step by `make_scheduler`, which multiplies this
@@ -42,6 +44,7 @@ def make_optimizer(model: nn.Module, betas: tuple[float, float] = (0.9, 0.98),
         model: the model whose trainable parameters are optimised.
         betas: Adam's (β1, β2); the paper uses (0.9, 0.98).
         eps: Adam's ε; the paper uses 1e-9.
+        fused: one fused kernel for the whole update (CUDA); None: PyTorch's default.
 
     Returns:
         A `torch.optim.Adam` over the model's parameters that require gradients.
@@ -49,7 +52,7 @@ def make_optimizer(model: nn.Module, betas: tuple[float, float] = (0.9, 0.98),
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("`model` has no trainable parameters")
-    return torch.optim.Adam(params, lr=1.0, betas=betas, eps=eps)
+    return torch.optim.Adam(params, lr=1.0, betas=betas, eps=eps, fused=fused)
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int = 4000, scale: float = 1.0) -> float:
@@ -132,61 +135,66 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../chapters/11b_training.ipynb #2a807a65
+# %% ../chapters/11b_training.ipynb #ffaa1191
+def _placeholder_model() -> TransformerConfig:
+    # The vocabulary fields are placeholders: `run_training` takes them (and pad_id) from the data.
+    return TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, max_len=256,
+                             share_embeddings=True, tie_output=True)
+
+
 @dataclass
 class TrainConfig:
-    """Everything a training run needs besides the data: model size, recipe, schedule, run.
+    """Everything a training run needs besides the data: the model, the recipe, the budget, the run.
 
-    Build one with `TrainConfig.from_preset(name, **overrides)`; presets `"tiny"` (tests),
-    `"cpu"` (a few minutes on a laptop CPU) and `"base"` (the paper's base model, for a GPU).
-    `TrainConfig(...)` alone gives the paper's base recipe with `preset="custom"`. Every field
-    is checked when the config is made: a bad value raises `ValueError`/`TypeError` naming it.
+    Build one with `TrainConfig.from_preset(name, **overrides)`; the presets are listed by
+    `TrainConfig.preset_names()`. `TrainConfig(...)` alone gives the paper's base recipe with
+    `preset="custom"`. The model is a nested `TransformerConfig` (`cfg.model.d_model`); its
+    vocabulary sizes and `pad_id` are replaced by the data's when the run starts. Every field is
+    checked when the config is made: a bad value raises `ValueError`/`TypeError` naming it.
     """
     preset: str = "custom"
-    # model (the paper's base model by default)
-    d_model: int = 512
-    n_heads: int = 8
-    n_encoder_layers: int = 6
-    n_decoder_layers: int = 6
-    d_ff: int = 2048
-    dropout: float = 0.1
-    max_len: int = 256
-    norm_first: bool = False
+    model: TransformerConfig = field(default_factory=_placeholder_model)
     # data
-    max_tokens: int = 25000          # token budget of one batch (source + target tokens), per process
+    max_tokens: int = 25000          # padded source + target tokens of one batch, per process
     max_sentence_tokens: Optional[int] = None  # keep only pairs whose both sides are this short
+    pad_to_multiple: int = 1         # pad batch widths to a multiple of this (8 for tensor cores)
     # recipe
-    steps: int = 100_000
     warmup_steps: int = 4000
     lr_scale: float = 1.0
     label_smoothing: float = 0.1
     clip_grad_norm: Optional[float] = None
+    average_last: int = 5            # checkpoint averaging (§6.1): the last N snapshots; 1 = off
+    snapshot_every: Optional[int] = None  # steps between snapshots (None: at every evaluation)
+    # budget: training stops at whichever comes first
+    steps: int = 100_000
+    max_epochs: Optional[int] = None
+    time_budget_s: Optional[float] = None
     # bookkeeping
     log_every: int = 50
     eval_every: int = 1000
-    eval_bleu_sentences: int = 200   # validation sentences translated at each evaluation
-    checkpoint_every: int = 1000
+    eval_bleu_sentences: Optional[int] = None   # validation sentences translated (None: all)
+    checkpoint_every: Optional[int] = None      # periodic checkpoints for resuming (None: at the end only)
     seed: int = 0
     # runtime
     device: str = "auto"             # "auto": CUDA when available, else CPU
     bf16: bool = True                # bf16 autocast where the hardware has native bf16 (see native_bf16)
     compile: bool = False            # torch.compile the model
     num_threads: Optional[int] = None  # CPU threads (None: PyTorch's default)
-    time_budget_s: Optional[float] = None  # stop training after this many seconds (then evaluate)
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, str):
             raise TypeError(f"`preset` must be a str (the preset's name), got {self.preset!r}")
-        self.model_config(vocab_size=1)      # the model fields, checked by TransformerConfig
-        for name in ("max_tokens", "steps", "warmup_steps", "log_every", "eval_every", "checkpoint_every"):
+        if not isinstance(self.model, TransformerConfig):
+            raise TypeError(f"`model` must be a TransformerConfig, got {type(self.model).__name__}")
+        for name in ("max_tokens", "pad_to_multiple", "steps", "warmup_steps", "log_every",
+                     "eval_every", "average_last"):
             _check_positive(name, getattr(self, name))
-        for name in ("max_sentence_tokens", "num_threads"):
+        for name in ("max_sentence_tokens", "num_threads", "max_epochs", "snapshot_every",
+                     "checkpoint_every", "eval_bleu_sentences"):
             if getattr(self, name) is not None:
                 _check_positive(name, getattr(self, name))
-        for name in ("eval_bleu_sentences", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"`{name}` must be an int >= 0, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"`seed` must be an int >= 0, got {self.seed!r}")
         _check_dropout(self.label_smoothing, "label_smoothing")
         for name in ("lr_scale", "clip_grad_norm", "time_budget_s"):
             value = getattr(self, name)
@@ -217,45 +225,77 @@ class TrainConfig:
         """A named configuration, with any field overridden by keyword.
 
         Args:
-            name: `"tiny"`, `"cpu"` or `"base"`.
-            **overrides: field values that replace the preset's.
+            name: one of `TrainConfig.preset_names()`.
+            **overrides: field values that replace the preset's; `model=` takes a dict of
+                `TransformerConfig` fields, merged into the preset's model.
 
         Returns:
             A new `TrainConfig`.
         """
         if name not in _PRESETS:
             raise ValueError(f"unknown preset {name!r}; expected one of {sorted(_PRESETS)}")
-        known = {f.name for f in fields(cls)}
-        bad = sorted(set(overrides) - known)
+        preset = dict(_PRESETS[name])
+        model = replace(_placeholder_model(), **preset.pop("model"))
+        return cls(preset=name, model=model, **preset).updated(overrides)
+
+    def updated(self, changes: dict[str, Any]) -> "TrainConfig":
+        """A copy with fields replaced; `"model.d_model"` (or `model={...}`) reaches the model.
+
+        Args:
+            changes: field name -> value. Names are `TrainConfig` fields, or `model.<field>` for
+                a `TransformerConfig` field; `model` may be a dict of model fields.
+
+        Returns:
+            A new, checked `TrainConfig`.
+        """
+        top = {f.name for f in fields(TrainConfig)}
+        sub = {f.name for f in fields(TransformerConfig)}
+        model_changes: dict[str, Any] = {}
+        own: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key == "model" and isinstance(value, dict):
+                model_changes.update(value)
+            elif key.startswith("model."):
+                model_changes[key[len("model."):]] = value
+            elif key in top:
+                own[key] = value
+            else:
+                raise TypeError(f"unknown TrainConfig field {key!r}; expected one of {sorted(top)} "
+                                f"or model.<field> with <field> one of {sorted(sub)}")
+        bad = sorted(set(model_changes) - sub)
         if bad:
-            raise TypeError(f"unknown TrainConfig field(s) {bad}")
-        return replace(cls(preset=name, **_PRESETS[name]), **overrides)
+            raise TypeError(f"unknown TransformerConfig field(s) {bad}; expected some of {sorted(sub)}")
+        model = own.pop("model", self.model)
+        if model_changes:
+            model = replace(model, **model_changes)
+        return replace(self, model=model, **own)
 
     def model_config(self, vocab_size: int, pad_id: int = 0) -> TransformerConfig:
-        """The `TransformerConfig` of this run: one shared vocabulary, tied embeddings."""
-        return TransformerConfig(
-            src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=self.d_model,
-            n_heads=self.n_heads, n_encoder_layers=self.n_encoder_layers,
-            n_decoder_layers=self.n_decoder_layers, d_ff=self.d_ff, dropout=self.dropout,
-            max_len=self.max_len, pad_id=pad_id, share_embeddings=True, tie_output=True,
-            norm_first=self.norm_first)
+        """The `TransformerConfig` of this run: `model` with the data's vocabulary and padding id."""
+        return replace(self.model, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, pad_id=pad_id)
 
 
 _PRESETS: dict[str, dict[str, Any]] = {
     # a few seconds: unit tests and smoke runs
-    "tiny": dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64,
-                 max_len=64, max_tokens=400, steps=40, warmup_steps=100, lr_scale=1.0,
-                 log_every=1, eval_every=20, eval_bleu_sentences=16, checkpoint_every=20),
-    # a few minutes on a laptop CPU: short Multi30k pairs
-    "cpu": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512,
-                max_len=128, max_tokens=2500, max_sentence_tokens=12, steps=400,
-                warmup_steps=200, lr_scale=0.5, log_every=10, eval_every=100,
-                eval_bleu_sentences=200, checkpoint_every=200, num_threads=1),
+    "tiny": dict(model=dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64,
+                            max_len=64),
+                 max_tokens=400, steps=40, warmup_steps=100, log_every=1, eval_every=20,
+                 eval_bleu_sentences=16, average_last=2),
+    # the chapter's run: all of Multi30k, about five minutes on a 2-core CPU (chapter 11b)
+    "cpu": dict(model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024,
+                           max_len=128),
+                max_tokens=4000, max_sentence_tokens=64, steps=400, warmup_steps=200, lr_scale=0.68,
+                log_every=10, eval_every=100, snapshot_every=50, average_last=5, num_threads=2),
+    # the recorded run: about twenty minutes on a 2-core CPU (chapter 12, results/cpu-full)
+    "cpu-full": dict(model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024,
+                                max_len=128),
+                     max_tokens=4000, max_sentence_tokens=64, steps=1600, warmup_steps=400, lr_scale=1.0,
+                     log_every=25, eval_every=200, snapshot_every=100, average_last=5, num_threads=2),
     # the paper's base model (§6.1), for a GPU
-    "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
-                 max_len=256, max_tokens=25000, steps=100_000, warmup_steps=4000,
-                 lr_scale=1.0, log_every=50, eval_every=1000, eval_bleu_sentences=300,
-                 checkpoint_every=2000),
+    "base": dict(model=dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
+                            max_len=256),
+                 max_tokens=25000, steps=100_000, warmup_steps=4000, lr_scale=1.0, log_every=50,
+                 eval_every=1000, checkpoint_every=2000, pad_to_multiple=8),
 }
 
 # %% ../chapters/11b_training.ipynb #f781cc74
@@ -366,20 +406,11 @@ def toy_translation_data(n_train: int = 2000, n_val: int = 64, n_test: int = 64,
                         encode_src=enc, decode_tgt=dec, val_pairs=val_pairs,
                         test_pairs=test_pairs, name="toy: reversed number words")
 
-# %% ../chapters/11b_training.ipynb #d029102a
-class _LazyBatches(Sequence):
-    """This rank's batches of one epoch, padded only when asked for (index -> (src, tgt))."""
-
-    def __init__(self, batcher: Any, epoch: int):
-        batcher.set_epoch(epoch)
-        self.batcher, self.indices = batcher, batcher.batch_indices()
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitem__(self, i: int) -> _Pair:
-        b = self.batcher.collate(self.indices[i])
-        return b.src, b.tgt
+# %% ../chapters/11b_training.ipynb #ca31815e
+def _epoch_batches(batcher: Any, epoch: int) -> list[_Pair]:
+    """This rank's batches of one epoch, padded once, when the epoch starts."""
+    batcher.set_epoch(epoch)
+    return [(b.src, b.tgt) for b in (batcher.collate(idx) for idx in batcher.batch_indices())]
 
 
 def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
@@ -429,7 +460,7 @@ def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
         if (rank, world_size) not in batchers:
             batchers[rank, world_size] = TokenBatches(train_ids, cfg.max_tokens, seed=cfg.seed,
                                                       rank=rank, world_size=world_size)
-        return _LazyBatches(batchers[rank, world_size], epoch)
+        return _epoch_batches(batchers[rank, world_size], epoch)
 
     limit_note = f", both sides <= {cfg.max_sentence_tokens} tokens" if cfg.max_sentence_tokens else ""
     return TrainingData(
@@ -507,7 +538,37 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[f
     score = metric.corpus_score(list(hypotheses), [list(references)])
     return float(score.score), str(metric.get_signature())
 
-# %% ../chapters/11b_training.ipynb #d7857474
+# %% ../chapters/11b_training.ipynb #5153f14c
+def translation_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
+    """Three corpus scores of detokenised translations, with sacreBLEU's signatures.
+
+    - `bleu`: sacreBLEU's default, cased, on its own `13a` tokenisation of detokenised text
+      (the number this book reports);
+    - `bleu_lc`: the same, lowercased: the kind of number published by tutorials that score
+      lowercased tokens;
+    - `chrf`: chrF, the F-score of character 6-grams (less sensitive to tokenisation).
+
+    Args:
+        hypotheses: the system's translations, one per sentence.
+        references: one reference translation per sentence.
+
+    Returns:
+        `{"bleu": float, "bleu_lc": float, "chrf": float, "signatures": {name: str}}`.
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references")
+    try:
+        from sacrebleu.metrics import BLEU, CHRF
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("translation_scores needs sacrebleu: pip install sacrebleu") from e
+    hyps, refs = list(hypotheses), [list(references)]
+    out: dict[str, Any] = {"signatures": {}}
+    for name, metric in (("bleu", BLEU()), ("bleu_lc", BLEU(lowercase=True)), ("chrf", CHRF())):
+        out[name] = float(metric.corpus_score(hyps, refs).score)
+        out["signatures"][name] = str(metric.get_signature())
+    return out
+
+# %% ../chapters/11b_training.ipynb #912d1448
 def hardware_info(device: Union[str, torch.device, None] = None) -> dict[str, Any]:
     """A description of the machine a run used: device name, CPU, threads, library versions."""
     device = torch.device(device) if device is not None else torch.device("cpu")
@@ -561,13 +622,14 @@ def _check_batch(src: Tensor, tgt: Tensor, vocab_size: int) -> None:
                              f"vocabulary of {vocab_size}")
 
 
-def train_flops(config: TransformerConfig, src_lens: Sequence[int], tgt_lens: Sequence[int]) -> float:
+def train_flops(config: TransformerConfig, src_lens: Union[Sequence[int], Tensor],
+                tgt_lens: Union[Sequence[int], Tensor]) -> float:
     """Model FLOPs of one training step (forward + backward) on a batch, from its real lengths.
 
     The sum over the batch's sentence pairs of chapter 9's `transformer_flops(config, S, T)`:
     every matrix product of the forward pass at 2 FLOPs per multiply-add, times 3 for the
     backward pass. Padding is not counted (it is not useful work), nor are biases, norms and
-    softmaxes (they are small).
+    softmaxes (they are small). Each distinct `(S, T)` of the batch is counted once, times its count.
 
     Args:
         config: the model's `TransformerConfig`.
@@ -576,9 +638,13 @@ def train_flops(config: TransformerConfig, src_lens: Sequence[int], tgt_lens: Se
     Returns:
         The FLOPs, a float.
     """
-    if len(src_lens) != len(tgt_lens):
-        raise ValueError(f"src_lens and tgt_lens differ in length: {len(src_lens)} vs {len(tgt_lens)}")
-    return float(sum(transformer_flops(config, int(s), int(t)) for s, t in zip(src_lens, tgt_lens)))
+    S = torch.as_tensor(src_lens, dtype=torch.int64).flatten()             # (B,)
+    T = torch.as_tensor(tgt_lens, dtype=torch.int64).flatten()             # (B,)
+    if S.shape != T.shape:
+        raise ValueError(f"src_lens and tgt_lens differ in length: {S.numel()} vs {T.numel()}")
+    pairs, counts = torch.unique(torch.stack([S, T], 1), dim=0, return_counts=True)   # (P, 2), (P,)
+    # length-sorted batches hold few distinct (S, T) pairs: chapter 9's formula once for each
+    return float(sum(n * transformer_flops(config, s, t) for (s, t), n in zip(pairs.tolist(), counts.tolist())))
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
@@ -660,7 +726,7 @@ def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
     """
     return _eval_losses(model, batches, pad_id, label_smoothing, amp)[0]
 
-# %% ../chapters/11b_training.ipynb #cfa0ffe9
+# %% ../chapters/11b_training.ipynb #ec2931f6
 class _Metrics:
     """Appends one JSON object per line to `metrics.jsonl` (rank 0 only)."""
 
@@ -697,21 +763,22 @@ def _save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: Union[str, Path], device: Union[str, torch.device, None] = None) -> Transformer:
-    """The trained model of a checkpoint that `run_training` wrote, in eval mode.
+    """The trained model of a run folder or checkpoint file that `run_training` wrote, in eval mode.
 
-    The file holds tensors and plain Python values only, so it is read with
-    `torch.load(weights_only=True)`: loading it cannot run code.
+    Given a folder, it reads `model.pt` (the weights that model selection chose) when present,
+    else `checkpoint.pt` (the last training state). The files hold tensors and plain Python
+    values only, so they are read with `torch.load(weights_only=True)`: loading cannot run code.
 
     Args:
-        path: `checkpoint.pt`, or the run's folder holding it.
+        path: `model.pt`, `checkpoint.pt`, or the run's folder holding them.
         device: where to put the model (default: the CPU).
 
     Returns:
-        A `Transformer` with the checkpoint's configuration and weights.
+        A `Transformer` with the file's configuration and weights.
     """
     path = Path(path)
     if path.is_dir():
-        path = path / "checkpoint.pt"
+        path = path / "model.pt" if (path / "model.pt").is_file() else path / "checkpoint.pt"
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     ck = torch.load(path, map_location=device or "cpu", weights_only=True)
@@ -721,22 +788,305 @@ def load_checkpoint(path: Union[str, Path], device: Union[str, torch.device, Non
     model.load_state_dict(ck["model"])
     return model.eval()
 
+# %% ../chapters/11b_training.ipynb #878570e4
+def average_state_dicts(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """The parameter-wise mean of several state dicts of one model: checkpoint averaging (§6.1).
+
+    Floating-point entries are averaged (accumulated in float64, returned in their own dtype);
+    other entries (integer buffers) must be equal in all states and are kept.
+
+    Args:
+        states: one or more `model.state_dict()`s with the same keys and shapes.
+
+    Returns:
+        A new state dict, on the device of the first state.
+    """
+    if len(states) == 0:
+        raise ValueError("`states` must hold at least one state dict, got none")
+    keys = list(states[0])
+    for i, s in enumerate(states[1:], start=1):
+        if list(s) != keys:
+            raise ValueError(f"state {i} has keys {sorted(set(s) ^ set(keys))[:5]} that state 0 "
+                             "does not share (or lacks them): not the same model")
+    out: dict[str, Tensor] = {}
+    for k in keys:
+        first = states[0][k]
+        if any(s[k].shape != first.shape for s in states):
+            raise ValueError(f"`{k}` has different shapes across the states: not the same model")
+        if first.is_floating_point():
+            total = torch.zeros(first.shape, dtype=torch.float64, device=first.device)
+            for s in states:
+                total += s[k].to(total)
+            out[k] = (total / len(states)).to(first.dtype)
+        else:
+            if any(not torch.equal(s[k].to(first.device), first) for s in states):
+                raise ValueError(f"`{k}` is not floating-point and differs across the states")
+            out[k] = first.clone()
+    return out
+
+
+def _cpu_state(model: nn.Module) -> dict[str, Tensor]:
+    """A snapshot of the weights, copied to the CPU (so the device's memory is not held)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+@dataclass
+class _Epoch:
+    """One epoch's batches, prepared once: padded, checked, counted and moved to the device."""
+    batches: list[_Pair]
+    tokens: list[int]       # real (non-pad) source + target tokens of each batch
+    flops: list[float]      # model FLOPs of each batch's training step (train_flops)
+
+
+def _pad_width(t: Tensor, multiple: int, pad_id: int, extra: int = 0) -> Tensor:
+    """Right-pad `t (B, L)` so that `L - extra` is a multiple of `multiple`."""
+    short = -(t.shape[1] - extra) % multiple
+    return F.pad(t, (0, short), value=pad_id) if short else t
+
+
+def _prepare_epoch(data: TrainingData, epoch: int, rank: int, world: int, mcfg: TransformerConfig,
+                   device: torch.device, pad_to: int) -> _Epoch:
+    raw = data.train_batches(epoch, rank, world)
+    if len(raw) == 0:
+        raise ValueError("`data.train_batches` returned no batch for this process")
+    batches, tokens, flops = [], [], []
+    for src, tgt in raw:
+        _check_batch(src, tgt, data.vocab_size)                 # on the CPU: no device sync later
+        src_lens = (src != data.pad_id).sum(1)                   # (B,)
+        tgt_lens = (tgt[:, 1:] != data.pad_id).sum(1)            # (B,)  the predicted tokens
+        tokens.append(int(src_lens.sum() + tgt_lens.sum()))
+        flops.append(train_flops(mcfg, src_lens, tgt_lens))
+        src = _pad_width(src, pad_to, data.pad_id)               # (B, S')
+        tgt = _pad_width(tgt, pad_to, data.pad_id, extra=1)      # (B, T'+1): tgt_in is (B, T')
+        batches.append((src.to(device, non_blocking=True), tgt.to(device, non_blocking=True)))
+    return _Epoch(batches, tokens, flops)
+
+
+def _forward_backward(step_model: nn.Module, params: list[nn.Parameter], src: Tensor, tgt: Tensor,
+                      cfg: TrainConfig, pad_id: int, amp: bool) -> tuple[Tensor, Tensor]:
+    """One step's loss and gradients (teacher forcing); returns (loss, gradient norm), detached."""
+    tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                     # (B, T), (B, T)
+    with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=amp):
+        logits = step_model(src, tgt_in)                         # (B, T, V)
+    loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(),   # (B*T, V), (B*T,)
+                           ignore_index=pad_id, label_smoothing=cfg.label_smoothing)
+    loss.backward()
+    gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm or float("inf"))
+    return loss.detach(), gnorm.detach()
+
+
+class _Window:
+    """Sums over the steps between two log records: loss, largest gradient norm, tokens, FLOPs, time."""
+
+    def __init__(self, device: torch.device):
+        self.loss = torch.zeros((), device=device)
+        self.gnorm = torch.zeros((), device=device)
+        self.reset()
+
+    def reset(self) -> None:
+        self.loss.zero_()
+        self.gnorm.zero_()
+        self.steps, self.tokens, self.flops = 0, 0, 0.0
+        self.t0 = time.perf_counter()
+
+    def add(self, loss: Tensor, gnorm: Tensor, tokens: int, flops: float) -> None:
+        self.loss += loss
+        torch.maximum(self.gnorm, gnorm, out=self.gnorm)
+        self.steps += 1
+        self.tokens += tokens
+        self.flops += flops
+
+    def record(self, st: dict[str, Any], lr: float, world: int) -> dict[str, Any]:
+        """The window's log record (one host sync); adds its time to `st["train_time_s"]`."""
+        if self.loss.device.type == "cuda":
+            torch.cuda.synchronize()
+        dt = max(time.perf_counter() - self.t0, 1e-9)
+        st["train_time_s"] += dt
+        return {"kind": "train", "step": st["step"], "epoch": st["epoch"],
+                "loss": self.loss.item() / max(self.steps, 1), "lr": lr,
+                "grad_norm_max": self.gnorm.item(), "tokens_per_s": self.tokens * world / dt,
+                "flops_per_s": self.flops * world / dt, "elapsed_s": st["train_time_s"]}
+
+
+@dataclass
+class _Budget:
+    """When training stops: a number of steps, of epochs or of seconds, whichever comes first."""
+    steps: int
+    max_epochs: Optional[int]
+    time_s: Optional[float]
+    world: int
+
+    def spent(self, st: dict[str, Any], started: float) -> Optional[str]:
+        """Why training must stop now (`"steps"`, `"epochs"`, `"time_budget"`), else None."""
+        if st["step"] >= self.steps:
+            return "steps"
+        if self.max_epochs is not None and st["epoch"] >= self.max_epochs:
+            return "epochs"
+        if self.time_s is None:
+            return None
+        late = torch.tensor(float(time.perf_counter() - started > self.time_s))
+        if self.world > 1:
+            dist.all_reduce(late, op=dist.ReduceOp.MAX)           # every rank stops at the same step
+        return "time_budget" if late.item() else None
+
+
+def _check_finite(loss: Tensor, gnorm: Tensor, st: dict[str, Any], lr: float,
+                  saved: Optional[Path]) -> None:
+    """Stop with a clear message when the loss or the gradients are no longer finite numbers."""
+    if math.isfinite(float(loss)) and math.isfinite(float(gnorm)):
+        return
+    where = f"the last good state is in {saved}" if saved is not None else "no checkpoint was written"
+    raise FloatingPointError(
+        f"training diverged: at step {st['step'] + 1} the loss is {float(loss)} and the gradient "
+        f"norm {float(gnorm)} (learning rate {lr:.3g}); {where}. Try a smaller `lr_scale`, a longer "
+        f"`warmup_steps` or `clip_grad_norm=1.0`.")
+
+# %% ../chapters/11b_training.ipynb #1064bd3f
+def _validate(model: nn.Module, data: TrainingData, cfg: TrainConfig, amp: bool) -> dict[str, Any]:
+    """Validation loss, NLL and greedy BLEU (of `cfg.eval_bleu_sentences`, None: all)."""
+    rec: dict[str, Any] = {}
+    rec["val_loss"], rec["val_nll"] = _eval_losses(model, data.val_batches, data.pad_id,
+                                                   cfg.label_smoothing, amp)
+    pairs = list(data.val_pairs)[:cfg.eval_bleu_sentences]
+    if pairs:
+        hyps = translate(model, [s for s, _ in pairs], data)
+        rec["val_bleu"], _ = corpus_bleu(hyps, [r for _, r in pairs])
+    return rec
+
+
+def _select(model: nn.Module, data: TrainingData, cfg: TrainConfig, amp: bool, final: dict[str, Any],
+            snapshots: Sequence[tuple[int, dict[str, Tensor]]],
+            best: Optional[tuple[int, float, dict[str, Tensor]]]) -> tuple[str, dict[str, Any]]:
+    """Model selection on the validation set: the final weights, their average, or the best seen.
+
+    Loads the winner into `model` and returns its name and the candidates' validation scores.
+    """
+    final_state = _cpu_state(model)
+    candidates: dict[str, dict[str, Any]] = {"final": {"step": final["step"], **final["scores"]}}
+    states = {"final": final_state}
+    if len(snapshots) >= 2 and "val_bleu" in final["scores"]:
+        states["averaged"] = average_state_dicts([s for _, s in snapshots])
+        model.load_state_dict(states["averaged"])
+        candidates["averaged"] = {"steps": [step for step, _ in snapshots], **_validate(model, data, cfg, amp)}
+    if best is not None and best[0] != final["step"] and best[1] > final["scores"].get("val_bleu", -1.0):
+        states["best"] = best[2]
+        candidates["best"] = {"step": best[0], "val_bleu": best[1]}
+    chosen = max(candidates, key=lambda k: candidates[k].get("val_bleu", -1.0))   # ties: the first, final
+    model.load_state_dict(states[chosen])
+    return chosen, candidates
+
+
+def _score_test(model: nn.Module, data: TrainingData, methods: Sequence[str]) -> dict[str, Any]:
+    """The test set, scored once (greedy and/or beam): BLEU, lowercased BLEU, chrF, samples."""
+    t0 = time.perf_counter()
+    srcs, refs = [s for s, _ in data.test_pairs], [r for _, r in data.test_pairs]
+    out: dict[str, Any] = {"bleu": {}, "bleu_lc": {}, "chrf": {}, "samples": {}}
+    for method in methods:
+        hyps = translate(model, srcs, data, method=method)
+        scores = translation_scores(hyps, refs)
+        for key in ("bleu", "bleu_lc", "chrf"):
+            out[key][method] = scores[key]
+        out["signatures"] = scores["signatures"]
+        out["bleu_signature"] = scores["signatures"]["bleu"]
+        out["samples"][method] = [{"src": s, "ref": r, "hyp": h} for s, r, h in list(zip(srcs, refs, hyps))[:20]]
+    out["eval_time_s"] = time.perf_counter() - t0
+    return out
+
+# %% ../chapters/11b_training.ipynb #78cca551
+def _run_device(cfg: TrainConfig) -> torch.device:
+    if cfg.device != "auto":
+        return torch.device(cfg.device)
+    if torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    return torch.device("cpu")
+
+
+class _Run:
+    """The state of one training run that a checkpoint must hold to resume it exactly."""
+
+    def __init__(self, cfg: TrainConfig, data: TrainingData, device: torch.device, rank: int, world: int):
+        _seed_everything(cfg.seed)                                  # same initial weights on every rank
+        self.cfg, self.rank, self.world = cfg, rank, world
+        self.mcfg = cfg.model_config(data.vocab_size, data.pad_id)
+        self.model = Transformer(self.mcfg).to(device)
+        self.model.validate_args = False     # batches are checked on the CPU side: no device syncs
+        self.optimizer = make_optimizer(self.model, fused=device.type == "cuda")
+        self.scheduler = make_scheduler(self.optimizer, self.mcfg.d_model, cfg.warmup_steps, cfg.lr_scale)
+        self.st: dict[str, Any] = {"step": 0, "epoch": 0, "batch_index": 0, "tokens": 0, "flops": 0.0,
+                                   "train_time_s": 0.0}
+        self.snapshots: deque[tuple[int, dict[str, Tensor]]] = deque(maxlen=cfg.average_last)
+        self.best: Optional[tuple[int, float, dict[str, Tensor]]] = None   # (step, val BLEU, weights)
+
+    def save(self, path: Optional[Path]) -> None:
+        """Write `path` (rank 0) with everything `restore` needs; every rank's RNG states."""
+        rngs: list[Any] = [None] * self.world
+        if self.world > 1:
+            dist.all_gather_object(rngs, _rng_state())
+        else:
+            rngs = [_rng_state()]
+        if self.rank == 0 and path is not None:
+            _save_checkpoint(path, {
+                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "state": dict(self.st), "rng": rngs,
+                "snapshots": list(self.snapshots), "best": self.best,
+                "config": _config_dict(self.cfg), "model_config": asdict(self.mcfg), "world_size": self.world})
+
+    def restore(self, path: Path, device: torch.device) -> None:
+        if not path.exists():
+            raise FileNotFoundError(f"cannot resume: no checkpoint at {path}")
+        ck = torch.load(path, map_location=device, weights_only=True)
+        if ck["model_config"] != asdict(self.mcfg):
+            raise ValueError(f"cannot resume: the checkpoint's model {ck['model_config']} differs "
+                             f"from this configuration's {asdict(self.mcfg)}")
+        self.model.load_state_dict(ck["model"])
+        self.optimizer.load_state_dict(ck["optimizer"])
+        self.scheduler.load_state_dict(ck["scheduler"])
+        self.st.update(ck["state"])
+        self.snapshots.extend((int(s), {k: v.cpu() for k, v in w.items()}) for s, w in ck.get("snapshots", []))
+        best = ck.get("best")
+        self.best = None if best is None else (int(best[0]), float(best[1]), {k: v.cpu() for k, v in best[2].items()})
+        rngs = ck["rng"]
+        _set_rng_state(rngs[self.rank] if len(rngs) == self.world else rngs[0])
+
+    def snapshot(self) -> None:
+        self.snapshots.append((self.st["step"], _cpu_state(self.model)))
+
+    def to_average(self) -> list[tuple[int, dict[str, Tensor]]]:
+        """The snapshots to average at the end: the last `average_last`, the final weights included."""
+        snaps = list(self.snapshots)
+        if not snaps or snaps[-1][0] != self.st["step"]:
+            snaps.append((self.st["step"], _cpu_state(self.model)))
+        return snaps[-self.cfg.average_last:]
+
+    def note_validation(self, rec: dict[str, Any]) -> None:
+        if "val_bleu" in rec and (self.best is None or rec["val_bleu"] > self.best[1]):
+            self.best = (self.st["step"], rec["val_bleu"], _cpu_state(self.model))
+
+
+def _config_dict(cfg: TrainConfig) -> dict[str, Any]:
+    return {**asdict(cfg), "model": asdict(cfg.model)}
+
 
 def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path, None] = None, *,
-          resume: bool = False, progress: bool = True,
-          final_eval: Sequence[str] = ("greedy", "beam"),
-          peak_flops: Optional[float] = None) -> tuple[nn.Module, dict[str, Any]]:
-    """Train a `Transformer` with the paper's recipe; evaluate; write metrics and checkpoints.
+                 resume: bool = False, progress: bool = True,
+                 final_eval: Sequence[str] = ("greedy", "beam"),
+                 peak_flops: Optional[float] = None) -> tuple[nn.Module, dict[str, Any]]:
+    """Train a `Transformer` with the paper's recipe, select on validation, score the test set once.
 
-    The same code runs on CPU or CUDA (bf16 autocast where `native_bf16` says the hardware has it), in one process or several under
-    `torchrun` (DistributedDataParallel: initialise the process group before calling; each
-    process trains on its shard of every epoch's batches). Every `cfg.log_every` steps a
-    record goes to `out_dir/metrics.jsonl`; every `cfg.eval_every` steps the validation loss
-    and a validation BLEU; every `cfg.checkpoint_every` steps and at the end
-    `out_dir/checkpoint.pt` (model, optimiser, scheduler, every process's RNG states, the
-    position in the data). With `resume=True` the run continues from that checkpoint exactly
-    as if it had never stopped. At the end: test BLEU with greedy decoding and beam search
-    (chapter 10) and `out_dir/summary.json`.
+    The same code runs on CPU or CUDA (bf16 autocast where `native_bf16` says the hardware has
+    it), in one process or several under `torchrun` (DistributedDataParallel: initialise the
+    process group before calling; each process trains on its shard of every epoch's batches).
+    Training stops at `cfg.steps`, `cfg.max_epochs` or `cfg.time_budget_s`, whichever comes first.
+    Every `cfg.log_every` steps a record goes to `out_dir/metrics.jsonl`; every `cfg.eval_every`
+    steps the validation loss and BLEU; every `cfg.snapshot_every` steps a copy of the weights is
+    kept for averaging; every `cfg.checkpoint_every` steps and at the end `out_dir/checkpoint.pt`
+    holds the whole state, so that `resume=True` continues exactly as if the run had never
+    stopped. At the end the final weights, the average of the last `cfg.average_last` snapshots
+    and the best evaluated weights compete on validation BLEU; the winner is written to
+    `out_dir/model.pt` and scored once on the test set (greedy and beam search), with chrF and
+    lowercased BLEU beside sacreBLEU, into `out_dir/summary.json`. A loss or gradient that is
+    not finite stops the run with `FloatingPointError` (on a CPU before the bad update, with
+    the last good state saved).
 
     Args:
         cfg: the configuration (`TrainConfig.from_preset(...)`).
@@ -744,55 +1094,33 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
         out_dir: the run's folder (None: no files, no resume).
         resume: continue from `out_dir/checkpoint.pt`.
         progress: show a tqdm progress bar (rank 0).
-        final_eval: decoding methods (`"greedy"`, `"beam"`) whose test BLEU is computed
-            at the end; empty: none.
+        final_eval: decoding methods (`"greedy"`, `"beam"`) scored on the test set; empty: none.
         peak_flops: the hardware's peak FLOP/s, to report model FLOPs utilisation (MFU).
 
     Returns:
-        `(model, summary)`: the trained model (unwrapped, in eval mode) and the summary dict
+        `(model, summary)`: the selected model (unwrapped, in eval mode) and the summary dict
         also written to `summary.json`.
     """
     out = Path(out_dir) if out_dir is not None else None
     if resume and out is None:
         raise ValueError("`resume=True` needs `out_dir`, the folder holding checkpoint.pt")
     rank, world = _world()
-    if cfg.device == "auto":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if torch.cuda.is_available() \
-            else torch.device("cpu")
-    else:
-        device = torch.device(cfg.device)
+    device = _run_device(cfg)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     amp = cfg.bf16 and native_bf16(device)     # bf16 autocast where the hardware multiplies bf16 natively
-
-    _seed_everything(cfg.seed)                                  # same initial weights on every rank
-    mcfg = cfg.model_config(data.vocab_size, data.pad_id)
-    model = Transformer(mcfg).to(device)
-    model.validate_args = False      # the loop checks each batch on the CPU side: no device syncs
-    optimizer = make_optimizer(model)
-    scheduler = make_scheduler(optimizer, cfg.d_model, cfg.warmup_steps, cfg.lr_scale)
-    st = {"step": 0, "epoch": 0, "batch_index": 0, "tokens": 0, "flops": 0.0, "train_time_s": 0.0}
+    run = _Run(cfg, data, device, rank, world)
+    model, st = run.model, run.st
     ckpt_path = out / "checkpoint.pt" if out is not None else None
     if resume:
         assert ckpt_path is not None                            # checked above: resume needs out_dir
-        if not ckpt_path.exists():
-            raise FileNotFoundError(f"cannot resume: no checkpoint at {ckpt_path}")
-        ck = torch.load(ckpt_path, map_location=device, weights_only=True)
-        if ck["model_config"] != asdict(mcfg):
-            raise ValueError(f"cannot resume: the checkpoint's model {ck['model_config']} differs "
-                             f"from this configuration's {asdict(mcfg)}")
-        model.load_state_dict(ck["model"])
-        optimizer.load_state_dict(ck["optimizer"])
-        scheduler.load_state_dict(ck["scheduler"])
-        st.update(ck["state"])
-        rngs = ck["rng"]
-        _set_rng_state(rngs[rank] if len(rngs) == world else rngs[0])
+        run.restore(ckpt_path, device)
     else:
         _seed_everything(cfg.seed + 1 + 1000 * rank)            # each rank its own dropout masks
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-
+    params = [p for p in model.parameters() if p.requires_grad]
     step_model: nn.Module = model
     if world > 1:
         step_model = nn.parallel.DistributedDataParallel(
@@ -805,145 +1133,103 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
     if rank == 0 and not resume:
         metrics.write({"kind": "start", "step": 0, "preset": cfg.preset, "data": data.name,
                        "parameters": n_params, "hardware": hardware_info(device)})
-
-    def checkpoint() -> None:
-        rngs: list[Any] = [None] * world
-        if world > 1:
-            dist.all_gather_object(rngs, _rng_state())
-        else:
-            rngs = [_rng_state()]
-        if rank == 0 and ckpt_path is not None:
-            _save_checkpoint(ckpt_path, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "state": dict(st), "rng": rngs,
-                "config": asdict(cfg), "model_config": asdict(mcfg), "world_size": world})
-
-    def validate(n_sentences: int) -> dict[str, Any]:
-        rec: dict[str, Any] = {}
-        rec["val_loss"], rec["val_nll"] = _eval_losses(model, data.val_batches, data.pad_id,
-                                                       cfg.label_smoothing, amp)
-        pairs = list(data.val_pairs)[:n_sentences]
-        if pairs:
-            hyps = translate(model, [s for s, _ in pairs], data)
-            rec["val_bleu"], _ = corpus_bleu(hyps, [r for _, r in pairs])
-        return rec
-
+    budget = _Budget(cfg.steps, cfg.max_epochs, cfg.time_budget_s, world)
+    snapshot_every = cfg.snapshot_every or cfg.eval_every
+    epoch = _prepare_epoch(data, st["epoch"], rank, world, run.mcfg, device, cfg.pad_to_multiple)
     from tqdm.auto import tqdm
-    bar = tqdm(total=cfg.steps, initial=st["step"], disable=not progress or rank != 0,
+    total = cfg.steps if cfg.max_epochs is None else min(cfg.steps, cfg.max_epochs * len(epoch.batches))
+    bar = tqdm(total=total, initial=st["step"], disable=not progress or rank != 0,
                desc=f"train {cfg.preset}", dynamic_ncols=True, mininterval=1.0)
     model.train()
-    batches = data.train_batches(st["epoch"], rank, world)
-    win_loss = torch.zeros((), device=device)
-    win_steps, win_tokens, win_flops, win_gnorm = 0, 0, 0.0, torch.zeros((), device=device)
-    t_run = time.perf_counter()
-    t_win = t_run
-    stopped_by = "steps"
-    while st["step"] < cfg.steps:
-        if cfg.time_budget_s is not None:
-            stop = torch.tensor(float(time.perf_counter() - t_run > cfg.time_budget_s))
-            if world > 1:
-                dist.all_reduce(stop, op=dist.ReduceOp.MAX)    # every rank stops at the same step
-            if stop.item():
-                stopped_by = "time_budget"
-                break
-        if st["batch_index"] >= len(batches):                  # next epoch
+    window = _Window(device)
+    started = time.perf_counter()
+    while True:
+        if st["batch_index"] >= len(epoch.batches):            # the next epoch
             st["epoch"] += 1
             st["batch_index"] = 0
-            batches = data.train_batches(st["epoch"], rank, world)
-        if len(batches) == 0:
-            raise ValueError("`data.train_batches` returned no batch for this process")
-        src, tgt = batches[st["batch_index"]]
-        st["batch_index"] += 1
-        src_lens = (src != data.pad_id).sum(1).tolist()
-        tgt_lens = (tgt[:, 1:] != data.pad_id).sum(1).tolist()
-        _check_batch(src, tgt, data.vocab_size)                   # on the CPU tensors: no device sync
-        src, tgt = src.to(device, non_blocking=True), tgt.to(device, non_blocking=True)
-        tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                   # (B, T): teacher forcing
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            logits = step_model(src, tgt_in)                       # (B, T, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(),
-                               ignore_index=data.pad_id, label_smoothing=cfg.label_smoothing)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(
-            model.parameters(), cfg.clip_grad_norm if cfg.clip_grad_norm else float("inf"))
-        optimizer.step()
-        scheduler.step()
+            if cfg.max_epochs is None or st["epoch"] < cfg.max_epochs:
+                epoch = _prepare_epoch(data, st["epoch"], rank, world, run.mcfg, device, cfg.pad_to_multiple)
+                window.t0 = time.perf_counter()                # preparing the epoch is not training
+        stopped_by = budget.spent(st, started)
+        if stopped_by:
+            break
+        i = st["batch_index"]
+        src, tgt = epoch.batches[i]
+        run.optimizer.zero_grad(set_to_none=True)
+        loss, gnorm = _forward_backward(step_model, params, src, tgt, cfg, data.pad_id, amp)
+        if device.type == "cpu":                                # a host value costs nothing here
+            if not (math.isfinite(float(loss)) and math.isfinite(float(gnorm))):
+                run.save(ckpt_path)                             # the weights before the bad update
+            _check_finite(loss, gnorm, st, run.scheduler.get_last_lr()[0], ckpt_path)
+        run.optimizer.step()
+        run.scheduler.step()
         st["step"] += 1
-        win_loss += loss.detach()
-        win_gnorm = torch.maximum(win_gnorm, gnorm.detach())
-        win_steps += 1
-        n_tok = sum(src_lens) + sum(tgt_lens)
-        flops = train_flops(mcfg, src_lens, tgt_lens)
-        win_tokens += n_tok
-        win_flops += flops
-        st["tokens"] += n_tok * world
-        st["flops"] += flops * world
-
-        last = st["step"] == cfg.steps
-        if st["step"] % cfg.log_every == 0 or last:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            now = time.perf_counter()
-            dt = max(now - t_win, 1e-9)
-            st["train_time_s"] += dt
-            rec = {"kind": "train", "step": st["step"], "epoch": st["epoch"],
-                   "loss": win_loss.item() / win_steps, "lr": scheduler.get_last_lr()[0],
-                   "grad_norm_max": win_gnorm.item(), "tokens_per_s": win_tokens * world / dt,
-                   "flops_per_s": win_flops * world / dt, "elapsed_s": st["train_time_s"]}
+        st["batch_index"] += 1
+        window.add(loss, gnorm, epoch.tokens[i], epoch.flops[i])
+        st["tokens"] += epoch.tokens[i] * world
+        st["flops"] += epoch.flops[i] * world
+        bar.update(1)
+        if st["step"] % cfg.log_every == 0:
+            rec = window.record(st, run.scheduler.get_last_lr()[0], world)
+            _check_finite(torch.tensor(rec["loss"]), torch.tensor(rec["grad_norm_max"]), st,
+                          rec["lr"], ckpt_path if cfg.checkpoint_every else None)
             metrics.write(rec)
             bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}",
                             lr=f"{rec['lr']:.2e}", refresh=False)
-            win_loss.zero_()
-            win_gnorm.zero_()
-            win_steps, win_tokens, win_flops = 0, 0, 0.0
-            t_win = time.perf_counter()
-        bar.update(1)
-        if st["step"] % cfg.eval_every == 0 and not last:
+            window.reset()
+        if st["step"] % snapshot_every == 0:
+            run.snapshot()
+        if st["step"] % cfg.eval_every == 0 and st["step"] < cfg.steps:
             if rank == 0:
-                metrics.write({"kind": "val", "step": st["step"], **validate(cfg.eval_bleu_sentences)})
+                rec = _validate(model, data, cfg, amp)
+                run.note_validation(rec)
+                metrics.write({"kind": "val", "step": st["step"], **rec})
             if world > 1:
                 dist.barrier()
-            t_win = time.perf_counter()                        # evaluation is not training time
-        if st["step"] % cfg.checkpoint_every == 0 and not last:
-            checkpoint()
-            t_win = time.perf_counter()
+            window.t0 = time.perf_counter()                    # evaluation is not training time
+        if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0 and st["step"] < cfg.steps:
+            run.save(ckpt_path)
+            window.t0 = time.perf_counter()
     bar.close()
-    if win_steps:                                              # stopped by the time budget mid-window
-        st["train_time_s"] += time.perf_counter() - t_win
-    checkpoint()
-
-    summary: dict[str, Any] = {}
-    if rank == 0:
-        summary = {"preset": cfg.preset, "data": data.name, "parameters": n_params,
-                   "steps": st["step"], "epochs": st["epoch"] + st["batch_index"] / max(len(batches), 1),
-                   "stopped_by": stopped_by, "train_time_s": st["train_time_s"],
-                   "train_tokens": st["tokens"],
-                   "tokens_per_s": st["tokens"] / max(st["train_time_s"], 1e-9),
-                   "model_flops_per_s": st["flops"] / max(st["train_time_s"], 1e-9),
-                   "hardware": hardware_info(device), "world_size": world, "bf16_autocast": amp,
-                   "config": asdict(cfg), "model_config": asdict(mcfg)}
-        if peak_flops:
-            summary["peak_flops"] = peak_flops
-            summary["mfu"] = summary["model_flops_per_s"] / (peak_flops * world)
-        summary.update(validate(cfg.eval_bleu_sentences))
-        metrics.write({"kind": "val", "step": st["step"],
-                       **{k: summary[k] for k in ("val_loss", "val_nll", "val_bleu") if k in summary}})
-        if final_eval and data.test_pairs:
-            t0 = time.perf_counter()
-            srcs, refs = [s for s, _ in data.test_pairs], [r for _, r in data.test_pairs]
-            summary["bleu"], summary["samples"] = {}, {}
-            for method in final_eval:
-                hyps = translate(model, srcs, data, method=method)
-                summary["bleu"][method], summary["bleu_signature"] = corpus_bleu(hyps, refs)
-                summary["samples"][method] = [{"src": s, "ref": r, "hyp": h}
-                                              for s, r, h in list(zip(srcs, refs, hyps))[:20]]
-            summary["eval_time_s"] = time.perf_counter() - t0
-        metrics.write({"kind": "end", "step": st["step"],
-                       **{k: summary[k] for k in ("bleu", "train_time_s", "tokens_per_s") if k in summary}})
-        if out is not None:
-            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if window.steps:                                            # the last, partial window
+        metrics.write(window.record(st, run.scheduler.get_last_lr()[0], world))
+    run.save(ckpt_path)
+    summary = _finish(run, data, out, metrics, stopped_by, n_params, amp, device, final_eval,
+                      peak_flops, len(epoch.batches)) if rank == 0 else {}
     if world > 1:
         dist.barrier()
     model.eval()
     return model, summary
+
+
+def _finish(run: _Run, data: TrainingData, out: Optional[Path], metrics: _Metrics, stopped_by: str,
+            n_params: int, amp: bool, device: torch.device, final_eval: Sequence[str],
+            peak_flops: Optional[float], epoch_len: int) -> dict[str, Any]:
+    """Rank 0, after training: validate, select, save the chosen weights, score the test set."""
+    cfg, st, model = run.cfg, run.st, run.model
+    t = max(st["train_time_s"], 1e-9)
+    summary: dict[str, Any] = {
+        "preset": cfg.preset, "data": data.name, "parameters": n_params, "steps": st["step"],
+        "epochs": st["epoch"] + st["batch_index"] / max(epoch_len, 1), "stopped_by": stopped_by,
+        "train_time_s": st["train_time_s"], "train_tokens": st["tokens"],
+        "tokens_per_s": st["tokens"] / t, "model_flops_per_s": st["flops"] / t,
+        "hardware": hardware_info(device), "world_size": run.world, "bf16_autocast": amp,
+        "config": _config_dict(cfg), "model_config": asdict(run.mcfg)}
+    if peak_flops:
+        summary["peak_flops"] = peak_flops
+        summary["mfu"] = summary["model_flops_per_s"] / (peak_flops * run.world)
+    final = _validate(model, data, cfg, amp)
+    metrics.write({"kind": "val", "step": st["step"], **final})
+    summary.update(final)
+    summary["selected"], summary["selection"] = _select(
+        model, data, cfg, amp, {"step": st["step"], "scores": final}, run.to_average(), run.best)
+    if out is not None:
+        _save_checkpoint(out / "model.pt", {"model": model.state_dict(), "model_config": asdict(run.mcfg),
+                                            "selected": summary["selected"], "step": st["step"]})
+    if final_eval and data.test_pairs:
+        summary.update(_score_test(model, data, final_eval))
+    metrics.write({"kind": "end", "step": st["step"], "selected": summary["selected"],
+                   **{k: summary[k] for k in ("bleu", "chrf", "train_time_s", "tokens_per_s") if k in summary}})
+    if out is not None:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
