@@ -27,7 +27,8 @@ PUBLIC = {
                  "greedy_decode", "sample", "beam_search", "length_penalty_gnmt", "sequence_log_prob"],
     "training": ["make_optimizer", "noam_lr", "make_scheduler", "label_smoothed_cross_entropy", "TrainConfig",
                  "TrainingData", "toy_translation_data", "multi30k_data", "translate", "corpus_bleu",
-                 "hardware_info", "train_flops", "evaluate_loss", "read_metrics", "run_training"],
+                 "hardware_info", "train_flops", "evaluate_loss", "read_metrics", "run_training",
+                 "translation_scores", "average_state_dicts", "load_checkpoint", "native_bf16"],
     "variants": ["EncoderOnlyTransformer", "DecoderOnlyTransformer", "mask_tokens_for_mlm"],
 }
 

@@ -230,9 +230,10 @@ from transformer_lib import (TrainConfig, load_checkpoint, native_bf16, run_trai
 
 
 def test_trainconfig_preset_is_a_field_not_a_method(tmp_path):
-    cfg = TrainConfig(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, max_len=64,
-                      max_tokens=400, steps=3, warmup_steps=10, log_every=1, eval_every=100,
-                      eval_bleu_sentences=4, checkpoint_every=100)
+    small = TransformerConfig(1, 1, d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64,
+                              max_len=64, share_embeddings=True)
+    cfg = TrainConfig(model=small, max_tokens=400, steps=3, warmup_steps=10, log_every=1, eval_every=100,
+                      eval_bleu_sentences=4)
     assert cfg.preset == "custom"
     assert TrainConfig.from_preset("cpu").preset == "cpu"
     _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), tmp_path,
@@ -246,19 +247,45 @@ def test_trainconfig_preset_is_a_field_not_a_method(tmp_path):
     ("dropout", 1.0, ValueError), ("label_smoothing", -0.1, ValueError), ("lr_scale", 0.0, ValueError),
     ("lr_scale", float("nan"), ValueError), ("clip_grad_norm", -1.0, ValueError),
     ("time_budget_s", 0, ValueError), ("num_threads", 0, ValueError), ("max_sentence_tokens", 0, ValueError),
-    ("eval_bleu_sentences", -1, ValueError), ("seed", -1, ValueError), ("n_heads", 3, ValueError),
-    ("d_model", 0, ValueError), ("bf16", "yes", TypeError), ("compile", 1, TypeError),
-    ("device", "gpu0", ValueError), ("device", 0, TypeError), ("preset", None, TypeError),
+    ("eval_bleu_sentences", -1, ValueError), ("seed", -1, ValueError), ("bf16", "yes", TypeError),
+    ("compile", 1, TypeError), ("device", "gpu0", ValueError), ("device", 0, TypeError),
+    ("preset", None, TypeError), ("max_epochs", 0, ValueError), ("average_last", 0, ValueError),
+    ("pad_to_multiple", 0, ValueError), ("snapshot_every", -1, ValueError), ("checkpoint_every", 0, ValueError),
+    ("model", {"d_model": 32}, TypeError),
 ])
 def test_trainconfig_rejects_nonsense(field, value, error):
     with pytest.raises(error, match=f"`{field}`"):
         TrainConfig(**{field: value})
-    with pytest.raises(error, match=f"`{field}`"):
-        TrainConfig.from_preset("tiny", **{field: value})
+    if field != "model":
+        with pytest.raises(error, match=f"`{field}`"):
+            TrainConfig.from_preset("tiny", **{field: value})
+
+
+@pytest.mark.parametrize("field, value", [("n_heads", 3), ("d_model", 0), ("dropout", 1.0), ("max_len", -1)])
+def test_trainconfig_checks_the_nested_model(field, value):
+    with pytest.raises(ValueError, match=f"`{field}`|{field}"):
+        TrainConfig.from_preset("tiny", model={field: value})
+    with pytest.raises(ValueError, match=f"`{field}`|{field}"):
+        TrainConfig.from_preset("tiny").updated({f"model.{field}": value})
+
+
+def test_trainconfig_nests_the_model_config():
+    cfg = TrainConfig.from_preset("cpu", model=dict(d_model=512, n_heads=8), steps=7)
+    assert isinstance(cfg.model, TransformerConfig)
+    assert (cfg.model.d_model, cfg.model.n_heads, cfg.steps) == (512, 8, 7)
+    assert cfg.model.n_encoder_layers == TrainConfig.from_preset("cpu").model.n_encoder_layers   # merged
+    again = cfg.updated({"model.d_model": 256, "max_epochs": 3})
+    assert (again.model.d_model, again.model.n_heads, again.max_epochs, cfg.model.d_model) == (256, 8, 3, 512)
+    built = cfg.model_config(vocab_size=123, pad_id=5)
+    assert (built.src_vocab_size, built.tgt_vocab_size, built.pad_id, built.d_model) == (123, 123, 5, 512)
+    with pytest.raises(TypeError, match="unknown TrainConfig field 'd_model'"):
+        cfg.updated({"d_model": 256})
+    with pytest.raises(TypeError, match="unknown TransformerConfig field"):
+        cfg.updated({"model.width": 256})
 
 
 def test_checkpoint_loads_with_weights_only(tmp_path):
-    cfg = TrainConfig.from_preset("tiny", steps=4, eval_every=100, checkpoint_every=100)
+    cfg = TrainConfig.from_preset("tiny", steps=4, eval_every=100, checkpoint_every=100, average_last=1)
     data = toy_translation_data(n_train=64, n_val=8, n_test=8)
     model, _ = run_training(cfg, data, tmp_path, progress=False, final_eval=())
     ck = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # nothing but tensors and plain values

@@ -16,9 +16,10 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 from conftest import ROOT
-from transformer_lib.training import (TrainConfig, corpus_bleu, label_smoothed_cross_entropy,
-                                      make_optimizer, make_scheduler, noam_lr, read_metrics,
-                                      run_training, toy_translation_data, train_flops)
+from transformer_lib.training import (TrainConfig, average_state_dicts, corpus_bleu,
+                                      label_smoothed_cross_entropy, load_checkpoint, make_optimizer,
+                                      make_scheduler, noam_lr, read_metrics, run_training,
+                                      toy_translation_data, train_flops, translate, translation_scores)
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
 
@@ -77,8 +78,12 @@ def test_label_smoothing_errors():
 
 def test_presets():
     cpu, base = TrainConfig.from_preset("cpu"), TrainConfig.from_preset("base")
-    assert (base.d_model, base.n_heads, base.n_encoder_layers, base.d_ff, base.dropout) == (512, 8, 6, 2048, 0.1)
-    assert cpu.d_model == 128 and cpu.max_sentence_tokens is not None
+    m = base.model
+    assert (m.d_model, m.n_heads, m.n_encoder_layers, m.d_ff, m.dropout) == (512, 8, 6, 2048, 0.1)
+    assert base.average_last == 5                      # the paper's base model: the last 5 checkpoints
+    assert cpu.max_sentence_tokens is None or cpu.max_sentence_tokens >= 64   # all pairs (outliers only)
+    full = TrainConfig.from_preset("cpu-full")
+    assert full.steps > cpu.steps and full.num_threads == cpu.num_threads
     assert TrainConfig.from_preset("cpu", steps=7).steps == 7
     with pytest.raises(ValueError, match="unknown preset"):
         TrainConfig.from_preset("huge")
@@ -90,11 +95,44 @@ def test_train_flops_is_chapter_9s_count_summed():
     from transformer_lib.params import transformer_flops
     mcfg = TrainConfig.from_preset("cpu").model_config(8000)
     assert train_flops(mcfg, [7, 12], [9, 4]) == transformer_flops(mcfg, 7, 9) + transformer_flops(mcfg, 12, 4)
+    g = torch.Generator().manual_seed(0)
+    S, T = torch.randint(1, 30, (200,), generator=g), torch.randint(1, 30, (200,), generator=g)
+    loop = sum(transformer_flops(mcfg, int(s), int(t)) for s, t in zip(S, T))
+    assert train_flops(mcfg, S, T) == float(loop)      # the vectorised count is exact
     d = mcfg.d_model
     # roughly 6 FLOPs per weight per token: the output layer alone is 6 * d * V per target token
     assert train_flops(mcfg, [1], [1]) > 6 * d * 8000
     with pytest.raises(ValueError, match="differ"):
         train_flops(mcfg, [1, 2], [1])
+
+
+def test_average_state_dicts():
+    a, b = nn.Linear(4, 3), nn.Linear(4, 3)
+    sa, sb = a.state_dict(), b.state_dict()
+    same = average_state_dicts([sa, sa, sa, sa, sa])
+    assert all(torch.equal(same[k], sa[k]) for k in sa)          # identical weights: exactly themselves
+    mean = average_state_dicts([sa, sb])
+    assert all(torch.allclose(mean[k], (sa[k] + sb[k]) / 2, atol=1e-7) for k in sa)
+    assert mean["weight"].dtype == torch.float32
+    counted = {"w": torch.ones(2), "n": torch.tensor(3)}
+    assert torch.equal(average_state_dicts([counted, counted])["n"], torch.tensor(3))  # integer buffers kept
+    with pytest.raises(ValueError, match="differs"):
+        average_state_dicts([counted, {"w": torch.ones(2), "n": torch.tensor(4)}])
+    with pytest.raises(ValueError, match="keys"):
+        average_state_dicts([sa, {"weight": sa["weight"]}])
+    with pytest.raises(ValueError, match="at least one"):
+        average_state_dicts([])
+
+
+def test_translation_scores():
+    refs = ["A man is riding a bike.", "Two dogs play in the snow."]
+    perfect = translation_scores(refs, refs)
+    assert perfect["bleu"] == pytest.approx(100.0) and perfect["chrf"] == pytest.approx(100.0)
+    shouted = translation_scores([r.upper() for r in refs], refs)
+    assert shouted["bleu"] < 5 and shouted["bleu_lc"] == pytest.approx(100.0)   # case matters only to `bleu`
+    assert "lc" in shouted["signatures"]["bleu_lc"] and "chrF" in shouted["signatures"]["chrf"]
+    with pytest.raises(ValueError, match="hypotheses"):
+        translation_scores(["a"], refs)
 
 
 def test_corpus_bleu():
@@ -125,7 +163,8 @@ def test_resume_is_exact(tmp_path):
     """k steps + resume to 2k steps == 2k steps uninterrupted, loss for loss (crossing an epoch)."""
     data = toy_translation_data(n_train=600)           # 19 batches an epoch
     k = 15
-    common = dict(steps=2 * k, log_every=1, eval_every=7, checkpoint_every=1000, dropout=0.1)
+    common = dict(steps=2 * k, log_every=1, eval_every=7, snapshot_every=4, average_last=3,
+                  model=dict(dropout=0.1))
     kw = dict(progress=False, final_eval=())
     run_training(TrainConfig.from_preset("tiny", **common), data, tmp_path / "a", **kw)
     run_training(TrainConfig.from_preset("tiny", **{**common, "steps": k}), data, tmp_path / "b", **kw)
@@ -135,6 +174,63 @@ def test_resume_is_exact(tmp_path):
     assert len(a) == len(b) == 2 * k
     assert a == b                                       # exactly, not approximately
     assert summary["steps"] == 2 * k and summary["epochs"] > 1
+    straight = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["selection"] == straight["selection"]   # the snapshots and the best survive the resume
+    assert summary["selection"]["averaged"]["steps"] == [24, 28, 30]
+
+
+def test_selection_averaging_and_model_file(tmp_path):
+    data = toy_translation_data(n_train=600)
+    cfg = TrainConfig.from_preset("tiny", steps=60, log_every=10, eval_every=20, snapshot_every=10,
+                                  average_last=4)
+    model, summary = run_training(cfg, data, tmp_path, progress=False, final_eval=("greedy",))
+    sel = summary["selection"]
+    assert set(sel) >= {"final", "averaged"} and sel["averaged"]["steps"] == [30, 40, 50, 60]
+    assert summary["selected"] in sel
+    best_bleu = max(c["val_bleu"] for c in sel.values())
+    assert sel[summary["selected"]]["val_bleu"] == best_bleu         # chosen on validation BLEU
+    assert set(summary["bleu"]) == {"greedy"} and set(summary["chrf"]) == {"greedy"}
+    loaded = load_checkpoint(tmp_path)                              # model.pt: the selected weights
+    probe = [s for s, _ in data.test_pairs[:8]]
+    assert translate(loaded, probe, data) == translate(model, probe, data)
+    ck = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert ck["selected"] == summary["selected"] and "optimizer" not in ck
+
+
+def test_max_epochs_stops(tmp_path):
+    data = toy_translation_data(n_train=600)                 # 19 batches an epoch
+    cfg = TrainConfig.from_preset("tiny", steps=10**6, max_epochs=2, log_every=5, average_last=1)
+    _, summary = run_training(cfg, data, None, progress=False, final_eval=())
+    assert summary["stopped_by"] == "epochs" and summary["steps"] == 2 * 19 and summary["epochs"] == 2.0
+
+
+def test_pad_to_multiple_keeps_the_loss(tmp_path):
+    data = toy_translation_data(n_train=200)
+    kw = dict(progress=False, final_eval=())
+    common = dict(steps=5, log_every=1, average_last=1, model=dict(dropout=0.0))
+    _, _ = run_training(TrainConfig.from_preset("tiny", **common), data, tmp_path / "a", **kw)
+    _, _ = run_training(TrainConfig.from_preset("tiny", pad_to_multiple=8, **common), data, tmp_path / "b", **kw)
+    a = [r["loss"] for r in read_metrics(tmp_path / "a") if r["kind"] == "train"]
+    b = [r["loss"] for r in read_metrics(tmp_path / "b") if r["kind"] == "train"]
+    assert a == pytest.approx(b, rel=1e-5)                   # padding is masked: same training
+
+
+def test_non_finite_loss_stops_with_the_last_good_state(tmp_path, monkeypatch):
+    import transformer_lib.training as training
+    real, calls = training._forward_backward, []
+
+    def poisoned(*args, **kwargs):
+        loss, gnorm = real(*args, **kwargs)
+        calls.append(1)
+        return (loss * float("nan"), gnorm) if len(calls) == 6 else (loss, gnorm)
+
+    monkeypatch.setattr(training, "_forward_backward", poisoned)
+    cfg = TrainConfig.from_preset("tiny", steps=20, log_every=1, average_last=1)
+    with pytest.raises(FloatingPointError, match=r"step 6 the loss is nan.*last good state is in"):
+        run_training(cfg, toy_translation_data(n_train=200), tmp_path, progress=False, final_eval=())
+    ck = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert ck["state"]["step"] == 5                             # saved before the bad update
+    assert all(torch.isfinite(v).all() for v in ck["model"].values() if v.is_floating_point())
 
 
 def test_resume_needs_a_checkpoint(tmp_path):
@@ -163,7 +259,7 @@ def _ddp_worker(rank: int, world: int, port: int, out: str) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         data = toy_translation_data(n_train=600)
-        cfg = TrainConfig.from_preset("tiny", steps=12, eval_every=1000, checkpoint_every=6)
+        cfg = TrainConfig.from_preset("tiny", steps=12, eval_every=1000, checkpoint_every=6, average_last=1)
         model, summary = run_training(cfg, data, out, progress=False, final_eval=())
         flat = torch.cat([p.detach().flatten() for p in model.parameters()])
         gathered = [torch.zeros_like(flat) for _ in range(world)]
@@ -219,15 +315,38 @@ def test_cli_rejects_unknown_field():
 
 
 def test_gpu_script_smoke_on_cpu(tmp_path):
-    """scripts/gpu_run.py end to end on CPU: tiny model, synthetic data, a 5-second budget."""
+    """scripts/gpu_run.py end to end on CPU: tiny model, synthetic data, preflight, stopped by epochs."""
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), "--smoke", "--data", "toy",
-                           "--budget", "5", "--out", str(out), "--run-dir", str(tmp_path / "run")],
+                           "--epochs", "3", "--out", str(out), "--run-dir", str(tmp_path / "run")],
                           capture_output=True, text=True, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = {p.name for p in out.iterdir()}
-    assert {"summary.json", "metrics.jsonl", "curves.png", "samples.md"} <= names
+    assert {"summary.json", "metrics.jsonl", "curves.png", "samples.md", "preflight.json"} <= names
     assert len(names) <= 8 and not any(n.endswith(".pt") for n in names)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stopped_by"] == "time_budget"
+    assert summary["stopped_by"] == "epochs" and summary["epochs"] == 3.0
+    assert summary["preflight"]["dry_run_s_per_step"] > 0
     assert set(summary["bleu"]) == {"greedy", "beam"} and all(math.isfinite(v) for v in summary["bleu"].values())
+
+
+@pytest.mark.skipif(not os.environ.get("TRANSFORMER_DATA_DIR"), reason="needs the Multi30k files")
+def test_gpu_run_sh_smoke_on_multi30k(tmp_path):
+    """`bash scripts/gpu_run.sh --smoke`: the prepared GPU command, on this CPU, on the real data."""
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_run.sh"), "--smoke", "--run-dir",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=600,
+                          env={**ENV, "OUT": str(tmp_path / "out")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "preflight ok" in proc.stdout and "gpu_run.sh: done" in proc.stdout
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["stopped_by"] in ("epochs", "time_budget") and summary["preflight"]["preflight"]["pairs"]["train"] == 29000
+
+
+def test_gpu_preflight_fails_fast_without_data(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), "--smoke", "--out",
+                           str(tmp_path / "o"), "--data-dir", str(tmp_path / "nowhere"), "--run-dir",
+                           str(tmp_path / "run")],
+                          capture_output=True, text=True,
+                          env={**ENV, "TRANSFORMER_DATA_DIR": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path)},
+                          timeout=120)
+    assert proc.returncode != 0 and "preflight: Multi30k not found" in proc.stderr

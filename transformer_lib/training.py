@@ -406,7 +406,7 @@ def toy_translation_data(n_train: int = 2000, n_val: int = 64, n_test: int = 64,
                         encode_src=enc, decode_tgt=dec, val_pairs=val_pairs,
                         test_pairs=test_pairs, name="toy: reversed number words")
 
-# %% ../chapters/11b_training.ipynb #ca31815e
+# %% ../chapters/11b_training.ipynb #fb55465f
 def _epoch_batches(batcher: Any, epoch: int) -> list[_Pair]:
     """This rank's batches of one epoch, padded once, when the epoch starts."""
     batcher.set_epoch(epoch)
@@ -450,9 +450,9 @@ def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
         return list(zip(tok.encode_batch([s for s, _ in pairs]), tok.encode_batch([t for _, t in pairs])))
 
     train_ids = encode_pairs(train_pairs)
-    limit = min(cfg.max_sentence_tokens or cfg.max_len, cfg.max_len - 2)   # room for <bos>/<eos>
+    limit = min(cfg.max_sentence_tokens or cfg.model.max_len, cfg.model.max_len - 2)   # room for <bos>/<eos>
     train_ids = [train_ids[i] for i in filter_by_length(train_ids, limit)]
-    val_ids = [(s[:cfg.max_len - 2], t[:cfg.max_len - 2]) for s, t in encode_pairs(val_pairs)]
+    val_ids = [(s[:cfg.model.max_len - 2], t[:cfg.model.max_len - 2]) for s, t in encode_pairs(val_pairs)]
     val_batcher = TokenBatches(val_ids, cfg.max_tokens, shuffle=False, rank=0, world_size=1)
     batchers: dict[tuple[int, int], Any] = {}
 
@@ -788,7 +788,7 @@ def load_checkpoint(path: Union[str, Path], device: Union[str, torch.device, Non
     model.load_state_dict(ck["model"])
     return model.eval()
 
-# %% ../chapters/11b_training.ipynb #878570e4
+# %% ../chapters/11b_training.ipynb #fca86b22
 def average_state_dicts(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
     """The parameter-wise mean of several state dicts of one model: checkpoint averaging (§6.1).
 
@@ -825,11 +825,12 @@ def average_state_dicts(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor
     return out
 
 
+
 def _cpu_state(model: nn.Module) -> dict[str, Tensor]:
     """A snapshot of the weights, copied to the CPU (so the device's memory is not held)."""
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
-
+# %% ../chapters/11b_training.ipynb #e62363b1
 @dataclass
 class _Epoch:
     """One epoch's batches, prepared once: padded, checked, counted and moved to the device."""
@@ -861,7 +862,7 @@ def _prepare_epoch(data: TrainingData, epoch: int, rank: int, world: int, mcfg: 
         batches.append((src.to(device, non_blocking=True), tgt.to(device, non_blocking=True)))
     return _Epoch(batches, tokens, flops)
 
-
+# %% ../chapters/11b_training.ipynb #8332829f
 def _forward_backward(step_model: nn.Module, params: list[nn.Parameter], src: Tensor, tgt: Tensor,
                       cfg: TrainConfig, pad_id: int, amp: bool) -> tuple[Tensor, Tensor]:
     """One step's loss and gradients (teacher forcing); returns (loss, gradient norm), detached."""
@@ -874,7 +875,7 @@ def _forward_backward(step_model: nn.Module, params: list[nn.Parameter], src: Te
     gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm or float("inf"))
     return loss.detach(), gnorm.detach()
 
-
+# %% ../chapters/11b_training.ipynb #176f255f
 class _Window:
     """Sums over the steps between two log records: loss, largest gradient norm, tokens, FLOPs, time."""
 
@@ -907,7 +908,7 @@ class _Window:
                 "grad_norm_max": self.gnorm.item(), "tokens_per_s": self.tokens * world / dt,
                 "flops_per_s": self.flops * world / dt, "elapsed_s": st["train_time_s"]}
 
-
+# %% ../chapters/11b_training.ipynb #6ff0f9ec
 @dataclass
 class _Budget:
     """When training stops: a number of steps, of epochs or of seconds, whichever comes first."""
@@ -929,7 +930,7 @@ class _Budget:
             dist.all_reduce(late, op=dist.ReduceOp.MAX)           # every rank stops at the same step
         return "time_budget" if late.item() else None
 
-
+# %% ../chapters/11b_training.ipynb #bad55eef
 def _check_finite(loss: Tensor, gnorm: Tensor, st: dict[str, Any], lr: float,
                   saved: Optional[Path]) -> None:
     """Stop with a clear message when the loss or the gradients are no longer finite numbers."""
@@ -992,7 +993,7 @@ def _score_test(model: nn.Module, data: TrainingData, methods: Sequence[str]) ->
     out["eval_time_s"] = time.perf_counter() - t0
     return out
 
-# %% ../chapters/11b_training.ipynb #78cca551
+# %% ../chapters/11b_training.ipynb #559c35ec
 def _run_device(cfg: TrainConfig) -> torch.device:
     if cfg.device != "auto":
         return torch.device(cfg.device)
@@ -1196,8 +1197,12 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
     run.save(ckpt_path)
     summary = _finish(run, data, out, metrics, stopped_by, n_params, amp, device, final_eval,
                       peak_flops, len(epoch.batches)) if rank == 0 else {}
-    if world > 1:
-        dist.barrier()
+    if world > 1:                      # every process returns the weights that rank 0 selected
+        chosen = [summary.get("selected")]
+        dist.broadcast_object_list(chosen, src=0)
+        if chosen[0] != "final":
+            for t in model.state_dict().values():
+                dist.broadcast(t, src=0)
     model.eval()
     return model, summary
 
