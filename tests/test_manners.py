@@ -244,7 +244,7 @@ def test_trainconfig_preset_is_a_field_not_a_method(tmp_path):
 @pytest.mark.parametrize("field, value, error", [
     ("steps", -5, ValueError), ("steps", 0, ValueError), ("steps", 2.5, ValueError),
     ("warmup_steps", 0, ValueError), ("max_tokens", 0, ValueError), ("log_every", 0, ValueError),
-    ("dropout", 1.0, ValueError), ("label_smoothing", -0.1, ValueError), ("lr_scale", 0.0, ValueError),
+    ("label_smoothing", -0.1, ValueError), ("lr_scale", 0.0, ValueError),
     ("lr_scale", float("nan"), ValueError), ("clip_grad_norm", -1.0, ValueError),
     ("time_budget_s", 0, ValueError), ("num_threads", 0, ValueError), ("max_sentence_tokens", 0, ValueError),
     ("eval_bleu_sentences", -1, ValueError), ("seed", -1, ValueError), ("bf16", "yes", TypeError),

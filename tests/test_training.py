@@ -130,7 +130,7 @@ def test_translation_scores():
     assert perfect["bleu"] == pytest.approx(100.0) and perfect["chrf"] == pytest.approx(100.0)
     shouted = translation_scores([r.upper() for r in refs], refs)
     assert shouted["bleu"] < 5 and shouted["bleu_lc"] == pytest.approx(100.0)   # case matters only to `bleu`
-    assert "lc" in shouted["signatures"]["bleu_lc"] and "chrF" in shouted["signatures"]["chrf"]
+    assert "case:lc" in shouted["signatures"]["bleu_lc"] and "nc:6" in shouted["signatures"]["chrf"]
     with pytest.raises(ValueError, match="hypotheses"):
         translation_scores(["a"], refs)
 
@@ -207,7 +207,7 @@ def test_max_epochs_stops(tmp_path):
 def test_pad_to_multiple_keeps_the_loss(tmp_path):
     data = toy_translation_data(n_train=200)
     kw = dict(progress=False, final_eval=())
-    common = dict(steps=5, log_every=1, average_last=1, model=dict(dropout=0.0))
+    common = dict(steps=5, log_every=1, average_last=1, bf16=False, model=dict(dropout=0.0))
     _, _ = run_training(TrainConfig.from_preset("tiny", **common), data, tmp_path / "a", **kw)
     _, _ = run_training(TrainConfig.from_preset("tiny", pad_to_multiple=8, **common), data, tmp_path / "b", **kw)
     a = [r["loss"] for r in read_metrics(tmp_path / "a") if r["kind"] == "train"]

@@ -6,7 +6,7 @@ resuming, and several processes under torchrun."""
 # %% auto #0
 __all__ = ['build_parser', 'config_from_args', 'check_training_imports', 'cli', 'main']
 
-# %% ../chapters/11c_train_cli.ipynb #de3b9973
+# %% ../chapters/11c_train_cli.ipynb #4e6f1494
 import argparse
 import importlib.util
 import os
@@ -178,11 +178,13 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
                   f"{summary['tokens_per_s']:,.0f} tokens/s")
             print(f"validation loss {summary['val_loss']:.3f}, validation BLEU "
                   f"{summary.get('val_bleu', float('nan')):.2f}")
+            if "selected" in summary:
+                print(f"model selection on validation BLEU: {summary['selected']} weights")
             for method, score in summary.get("bleu", {}).items():
-                print(f"test BLEU ({method}): {score:.2f}")
+                print(f"test BLEU ({method}): {score:.2f}, chrF {summary['chrf'][method]:.2f}")
             if "bleu_signature" in summary:
                 print(f"sacreBLEU signature: {summary['bleu_signature']}")
-            print(f"files: {out}/metrics.jsonl, {out}/summary.json, {out}/checkpoint.pt")
+            print(f"files: {out}/metrics.jsonl, {out}/summary.json, {out}/model.pt, {out}/checkpoint.pt")
         return summary
     finally:
         if joined:

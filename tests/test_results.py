@@ -1,0 +1,88 @@
+"""The recorded runs in results/: small, complete, and exactly what the book prints.
+
+Chapter 11b prints the model-size sweep from `results/size_sweep.json`; chapter 12 prints the
+recorded CPU run from `results/cpu-full/summary.json`. These tests read the stored outputs of
+those chapters and check every printed number against the files, so a stale table (or a
+number typed in by hand) fails."""
+import json
+import math
+
+import pytest
+
+from conftest import ROOT
+
+RESULTS = ROOT / "results"
+
+
+def _outputs(chapter: str) -> list[str]:
+    nb = json.loads((ROOT / "chapters" / chapter).read_text())
+    lines = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                lines += "".join(out["text"]).splitlines()
+    return lines
+
+
+def _line(lines: list[str], start: str) -> str:
+    found = [ln for ln in lines if ln.strip().startswith(start)]
+    assert len(found) >= 1, f"no output line starts with {start!r}"
+    return found[0].strip()
+
+
+def test_results_are_small_files_only():
+    files = [p for p in RESULTS.rglob("*") if p.is_file()]
+    assert files, "results/ is empty"
+    for p in files:
+        assert p.suffix in {".json", ".jsonl", ".png", ".md"}, f"{p} is not a small result file"
+        assert p.stat().st_size < 2_000_000, f"{p} is too large to commit"
+
+
+def test_recorded_cpu_run_is_complete():
+    s = json.loads((RESULTS / "cpu-full" / "summary.json").read_text())
+    for key in ("bleu", "bleu_lc", "chrf", "signatures", "selection", "selected", "train_time_s",
+                "tokens_per_s", "model_flops_per_s", "hardware", "config", "recorded", "steps", "epochs"):
+        assert key in s, f"results/cpu-full/summary.json lacks {key!r}"
+    assert s["preset"] == "cpu-full" and s["hardware"]["device"] == "cpu"
+    assert {"date", "command", "commit"} <= set(s["recorded"])
+    assert s["selected"] in s["selection"] and set(s["bleu"]) == {"greedy", "beam"}
+    assert all(math.isfinite(v) for v in s["bleu"].values())
+    records = [json.loads(ln) for ln in (RESULTS / "cpu-full" / "metrics.jsonl").read_text().splitlines() if ln]
+    assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
+    assert records[-1]["bleu"] == s["bleu"]                       # the two files are of the same run
+
+
+def test_chapter_12_prints_the_recorded_run():
+    s = json.loads((RESULTS / "cpu-full" / "summary.json").read_text())
+    lines = _outputs("12_results_and_attention.ipynb")
+    row = _line(lines, "recorded CPU run (cpu-full)").split()
+    numbers = [float(x) for x in row[4:9]]
+    expected = [s["bleu"]["greedy"], s["bleu"]["beam"], s["chrf"]["beam"], s["bleu_lc"]["beam"], s["steps"]]
+    assert numbers == [round(x, 2) for x in expected], (row, expected)
+    assert float(row[9]) == round(s["epochs"], 1) and row[10] == s["selected"]
+    detail = _line(lines, "recorded CPU run (cpu-full):")
+    assert f"{s['train_time_s'] / 60:.1f} min of training" in detail
+    assert f"{s['tokens_per_s']:,.0f} tokens/s" in detail and s["recorded"]["date"] in detail
+    for name, c in s["selection"].items():
+        assert f"{name:>8}: validation BLEU {c['val_bleu']:.2f}" in "\n".join(lines)
+
+
+def test_chapter_11b_prints_the_size_sweep():
+    sweep = json.loads((RESULTS / "size_sweep.json").read_text())
+    lines = _outputs("11b_training.ipynb")
+    assert len(sweep["rows"]) >= 3
+    for r in sweep["rows"]:
+        row = _line(lines, r["name"] + " ").split()
+        assert row[0] == r["name"]
+        assert float(row[1].rstrip("M")) == round(r["parameters"] / 1e6, 1)
+        assert int(row[3]) == r["steps"] and float(row[4]) == round(r["epochs"], 2)
+        assert float(row[5]) == round(r["train_time_s"]) and float(row[7]) == round(r["val_loss"], 3)
+        assert float(row[8]) == round(r["val_bleu"], 2)
+
+
+@pytest.mark.parametrize("name", ["size_sweep.json"])
+def test_sweep_is_a_fair_comparison(name):
+    sweep = json.loads((RESULTS / name).read_text())
+    times = [r["steps"] * r["probe_s_per_step"] for r in sweep["rows"]]
+    assert all(abs(t - sweep["budget_s"]) <= r["probe_s_per_step"] for t, r in zip(times, sweep["rows"]))
+    assert len({(r["d_model"], r["layers"]) for r in sweep["rows"]}) == len(sweep["rows"])
