@@ -135,7 +135,7 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../chapters/11b_training.ipynb #ffaa1191
+# %% ../chapters/11b_training.ipynb #0a20d624
 def _placeholder_model() -> TransformerConfig:
     # The vocabulary fields are placeholders: `run_training` takes them (and pad_id) from the data.
     return TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, max_len=256,
@@ -155,7 +155,7 @@ class TrainConfig:
     preset: str = "custom"
     model: TransformerConfig = field(default_factory=_placeholder_model)
     # data
-    max_tokens: int = 25000          # padded source + target tokens of one batch, per process
+    max_tokens: int = 50000          # padded source + target tokens of one batch, per process (the paper's ~25k + ~25k)
     max_sentence_tokens: Optional[int] = None  # keep only pairs whose both sides are this short
     pad_to_multiple: int = 1         # pad batch widths to a multiple of this (8 for tensor cores)
     # recipe
@@ -281,20 +281,22 @@ _PRESETS: dict[str, dict[str, Any]] = {
                             max_len=64),
                  max_tokens=400, steps=40, warmup_steps=100, log_every=1, eval_every=20,
                  eval_bleu_sentences=16, average_last=2),
-    # the chapter's run: all of Multi30k, about five minutes on a 2-core CPU (chapter 11b)
-    "cpu": dict(model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024,
+    # the chapter's run: all of Multi30k, about five minutes on a 2-core CPU; the size won
+    # scripts/size_sweep.py (results/size_sweep.json), the same peak learning rate (3e-3)
+    "cpu": dict(model=dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512,
                            max_len=128),
-                max_tokens=4000, max_sentence_tokens=64, steps=400, warmup_steps=200, lr_scale=0.68,
-                log_every=10, eval_every=100, snapshot_every=50, average_last=5, num_threads=2),
-    # the recorded run: about twenty minutes on a 2-core CPU (chapter 12, results/cpu-full)
-    "cpu-full": dict(model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024,
+                max_tokens=4000, max_sentence_tokens=64, steps=600, warmup_steps=200, lr_scale=0.48,
+                log_every=10, eval_every=150, snapshot_every=25, average_last=5, num_threads=2),
+    # the recorded run: about twenty minutes on a 2-core CPU (chapter 12, results/cpu-full); wider
+    # than `cpu`, since a run four times as long favours a larger model
+    "cpu-full": dict(model=dict(d_model=256, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=1024,
                                 max_len=128),
-                     max_tokens=4000, max_sentence_tokens=64, steps=1600, warmup_steps=400, lr_scale=1.0,
-                     log_every=25, eval_every=200, snapshot_every=100, average_last=5, num_threads=2),
+                     max_tokens=4000, max_sentence_tokens=64, steps=1350, warmup_steps=300, lr_scale=0.69,
+                     log_every=25, eval_every=150, snapshot_every=50, average_last=5, num_threads=2),
     # the paper's base model (§6.1), for a GPU
     "base": dict(model=dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
                             max_len=256),
-                 max_tokens=25000, steps=100_000, warmup_steps=4000, lr_scale=1.0, log_every=50,
+                 max_tokens=50000, steps=100_000, warmup_steps=4000, lr_scale=1.0, log_every=50,
                  eval_every=1000, checkpoint_every=2000, pad_to_multiple=8),
 }
 
