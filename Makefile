@@ -14,7 +14,7 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
 PYTEST_ARGS ?=
 
-.PHONY: help venv export vendor book lab test unit nbval bench execute train clean
+.PHONY: help venv export vendor book lab test unit nbval bench execute train clean web-model
 
 help:
 	@echo "make book   build the HTML book into _build/html"
@@ -22,6 +22,7 @@ help:
 	@echo "make lab    open the chapters in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...)"
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
 	@echo "make bench  run the benchmarks in benchmarks/"
+	@echo "make web-model  re-export chapter 12b's in-browser model from runs/chapter_cpu (WEB_RUN=...)"
 	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded 20-minute run;"
 	@echo "           TRAIN_ARGS=--resume to continue)"
 
@@ -50,6 +51,29 @@ $(VENDOR_STAMP):
 	@touch $@
 
 vendor: $(VENDOR_STAMP)
+
+# Chapter 12b's in-browser translator: onnxruntime-web (WebAssembly build only) and the BPE
+# tokenizer in JavaScript, from the npm registry, served by the book from /translator-vendor/.
+WEB_VENDOR := book/_vendor/translator-vendor
+WEB_VENDOR_STAMP := $(WEB_VENDOR)/.fetched
+WEB_NPM_PKGS := onnxruntime-web@1.30.0 @huggingface/tokenizers@0.2.0
+$(WEB_VENDOR_STAMP):
+	@rm -rf $(WEB_VENDOR) && mkdir -p $(WEB_VENDOR)
+	cd $(WEB_VENDOR) && npm pack --silent $(WEB_NPM_PKGS) >/dev/null \
+	  && mkdir -p ort tokenizers \
+	  && tar -xzf onnxruntime-web-*.tgz -C ort --strip-components=2 package/dist/ort.wasm.bundle.min.mjs \
+	       package/dist/ort-wasm-simd-threaded.wasm \
+	  && tar -xzf huggingface-tokenizers-*.tgz -C tokenizers --strip-components=1 package/LICENSE \
+	  && tar -xzf huggingface-tokenizers-*.tgz -C tokenizers --strip-components=2 package/dist/tokenizers.min.mjs \
+	  && rm -f *.tgz
+	@touch $@
+vendor: $(WEB_VENDOR_STAMP)
+
+# The in-browser model (committed under book/_static/translator/model): re-export it from the
+# chapter run in runs/chapter_cpu (chapter 11b; `make train` trains runs/cpu), then commit it.
+WEB_RUN ?= runs/chapter_cpu
+web-model: $(STAMP)
+	$(PY) scripts/export_onnx.py --run $(WEB_RUN) --out book/_static/translator/model
 
 book: export vendor
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

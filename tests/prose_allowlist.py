@@ -208,6 +208,11 @@ ALLOWED: dict[str, dict[str, str]] = {
         "100": "batches of 100 sentences; the first 1, 10 and 100 sentences timed (inputs)",
         "2,000": "the extra training steps an exercise asks for (input)",
     },
+    "12b_in_the_browser": {
+        "0.6": "the paper's length penalty alpha = 0.6 (§6.1), used by the page's beam search",
+        "16": "the width of float16 in bits ('16-bit weights'), a format, not a measurement",
+        "32": "the width of float32 in bits ('32-bit floats'), a format, not a measurement",
+    },
     "13_beyond": {
         "110": "BERT's reported 'Total Parameters=110M' (Devlin et al., 2019)",
         "80": "BERT's 80/10/10 masking rule: 80% [MASK] (its §3.1)",
