@@ -177,7 +177,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "30": "the resume test's 30 steps (input)",
         "15": "the resume test stops at step 15 (input)",
         "19": "the toy task's 19 batches per epoch (its size, an input of the test)",
-        "256": "the benchmark's d_model = 256 (input)",
+        "256": "d_model = 256 of the step benchmark and of the cpu-full preset (inputs)",
         "12,000": "the GPU script's token budget per batch (its input)",
         "50,000": "25000 source + 25000 target tokens, the paper's batch (§5.1)",
         "0.3": "the paper's dropout for its big model, P_drop = 0.3 (Table 3)",

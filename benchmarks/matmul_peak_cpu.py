@@ -1,0 +1,50 @@
+"""This CPU's measured matrix-multiplication peak: the denominator of the training runs' MFU.
+
+    python benchmarks/matmul_peak_cpu.py [--threads 2] [--size 2048]
+
+Times square matrix products (n = --size) in float32 and in bfloat16 on the threads the CPU
+training presets use, and reports the best of several rounds in GFLOP/s (2 n^3 FLOPs per
+product). A training step cannot beat this rate; the model FLOP/s of a run divided by it is
+the run's model FLOPs utilisation on this machine. Writes benchmarks/results/matmul_peak_cpu.json.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import machine, write_result  # noqa: E402
+from transformer_lib import native_bf16  # noqa: E402
+
+
+def best_gflops(n: int, dtype: torch.dtype, rounds: int = 7, products: int = 4) -> float:
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a @ b                                                    # warm-up: kernel selection, caches
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(products):
+            a @ b
+        best = min(best, (time.perf_counter() - t) / products)
+    return 2 * n ** 3 / best / 1e9
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--size", type=int, default=2048)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    result = {"threads": args.threads, "size": args.size, "machine": machine(),
+              "native_bf16": native_bf16("cpu"),
+              "gflops": {"float32": best_gflops(args.size, torch.float32),
+                         "bfloat16": best_gflops(args.size, torch.bfloat16)}}
+    print(f"{args.threads} threads, n = {args.size}: " +
+          ", ".join(f"{k} {v:,.0f} GFLOP/s" for k, v in result["gflops"].items()))
+    write_result("matmul_peak_cpu", result)
+
+
+if __name__ == "__main__":
+    main()
