@@ -60,7 +60,7 @@ def test_chapter_12_prints_the_recorded_run():
     expected = [s["bleu"]["greedy"], s["bleu"]["beam"], s["chrf"]["beam"], s["bleu_lc"]["beam"], s["steps"]]
     assert numbers == [round(x, 2) for x in expected], (row, expected)
     assert float(row[9]) == round(s["epochs"], 1) and row[10] == s["selected"]
-    detail = _line(lines, "recorded CPU run (cpu-full):")
+    detail = next(ln for ln in lines if ln.startswith("recorded CPU run (cpu-full):") and "min of training" in ln)
     assert f"{s['train_time_s'] / 60:.1f} min of training" in detail
     assert f"{s['tokens_per_s']:,.0f} tokens/s" in detail and s["recorded"]["date"] in detail
     for name, c in s["selection"].items():
