@@ -135,7 +135,7 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../chapters/11b_training.ipynb #6e9bc1a5
+# %% ../chapters/11b_training.ipynb #0ae077d3
 def _placeholder_model() -> TransformerConfig:
     # The vocabulary fields are placeholders: `run_training` takes them (and pad_id) from the data.
     return TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, max_len=256,
@@ -285,8 +285,8 @@ _PRESETS: dict[str, dict[str, Any]] = {
     # scripts/size_sweep.py (results/size_sweep.json), the same peak learning rate (3e-3)
     "cpu": dict(model=dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512,
                            max_len=128),
-                max_tokens=4000, max_sentence_tokens=64, steps=650, warmup_steps=200, lr_scale=0.48,
-                log_every=10, eval_every=216, snapshot_every=25, average_last=5, num_threads=2),
+                max_tokens=4000, max_sentence_tokens=64, steps=615, warmup_steps=200, lr_scale=0.48,
+                log_every=10, eval_every=205, snapshot_every=25, average_last=5, num_threads=2),
     # the recorded run: about twenty minutes on a 2-core CPU (chapter 12, results/cpu-full); wider
     # than `cpu`, since a run four times as long favours a larger model
     "cpu-full": dict(model=dict(d_model=256, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=1024,
