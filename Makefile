@@ -62,7 +62,7 @@ $(WEB_VENDOR_STAMP):
 	cd $(WEB_VENDOR) && npm pack --silent $(WEB_NPM_PKGS) >/dev/null \
 	  && mkdir -p ort tokenizers \
 	  && tar -xzf onnxruntime-web-*.tgz -C ort --strip-components=2 package/dist/ort.wasm.bundle.min.mjs \
-	       package/dist/ort-wasm-simd-threaded.wasm \
+	       package/dist/ort-wasm-simd-threaded.wasm package/dist/ort-wasm-simd-threaded.mjs \
 	  && tar -xzf huggingface-tokenizers-*.tgz -C tokenizers --strip-components=1 package/LICENSE \
 	  && tar -xzf huggingface-tokenizers-*.tgz -C tokenizers --strip-components=2 package/dist/tokenizers.min.mjs \
 	  && rm -f *.tgz

@@ -215,12 +215,12 @@ function el(name, attrs, text) {
 }
 
 function drawAttention(container, matrix, xLabels, yLabels, title, colors) {
-  const cell = 26, left = 12 + 7.5 * Math.max(...yLabels.map((s) => s.length)), top = 40;
+  const cell = 26, left = 34 + 7.5 * Math.max(...yLabels.map((s) => s.length)), top = 40;
   const bottom = 14 + 7.5 * Math.max(...xLabels.map((s) => s.length)) + 28;
-  const W = left + cell * xLabels.length + 90, H = top + cell * yLabels.length + bottom;
+  const W = Math.max(left + cell * xLabels.length + 90, 20 + 8 * title.length), H = top + cell * yLabels.length + bottom;
   const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", class: "tr-map" });
   svg.appendChild(el("title", {}, title));
-  svg.appendChild(el("text", { x: left, y: 18, class: "tr-map-title" }, title));
+  svg.appendChild(el("text", { x: 12, y: 18, class: "tr-map-title" }, title));
   const vmax = Math.max(1e-9, ...matrix.map((r) => Math.max(...r)));
   matrix.forEach((row, i) => row.forEach((w, j) => {
     const r = el("rect", { x: left + j * cell, y: top + i * cell, width: cell, height: cell, fill: viridis(w / vmax) });
@@ -235,7 +235,7 @@ function drawAttention(container, matrix, xLabels, yLabels, title, colors) {
   const y0 = top + yLabels.length * cell + bottom - 8;
   svg.appendChild(el("text", { x: left + (cell * xLabels.length) / 2, y: y0, "text-anchor": "middle", fill: colors.key, class: "tr-axis" }, "source token (key, attended to)"));
   const yl = top + (cell * yLabels.length) / 2;
-  svg.appendChild(el("text", { x: 12, y: yl, transform: `rotate(-90 12 ${yl})`, "text-anchor": "middle", fill: colors.query, class: "tr-axis" }, "output token (query)"));
+  svg.appendChild(el("text", { x: 16, y: yl, transform: `rotate(-90 16 ${yl})`, "text-anchor": "middle", fill: colors.query, class: "tr-axis" }, "output token (query)"));
   const bx = left + cell * xLabels.length + 20, bh = cell * yLabels.length;         // colour bar
   for (let k = 0; k < 50; k++) svg.appendChild(el("rect", { x: bx, y: top + bh * (1 - (k + 1) / 50), width: 14, height: bh / 50 + 0.5, fill: viridis((k + 0.5) / 50) }));
   svg.appendChild(el("text", { x: bx + 18, y: top + 10, class: "tr-tok" }, vmax.toFixed(2)));
