@@ -14,3 +14,19 @@ def _seed_and_threads():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     yield
+
+
+def chromium_path() -> "str | None":
+    """The system Chromium (what the browser tests drive through Playwright), or None."""
+    import shutil
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def skip_or_fail(msg: str):
+    """A missing browser or build tool: a failure in CI, a skip elsewhere."""
+    if IN_CI:
+        pytest.fail(msg)
+    pytest.skip(msg)

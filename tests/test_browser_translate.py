@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, ROOT
+from conftest import IN_CI, ROOT, chromium_path, skip_or_fail
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1500)]
 
@@ -40,19 +40,6 @@ MODEL = ROOT / "book" / "_static" / "translator" / "model"
 VENDOR = ROOT / "book" / "_vendor" / "translator-vendor"
 N_SENTENCES = 50
 SOURCES = [ROOT / "chapters" / "12b_in_the_browser.ipynb", *sorted((ROOT / "book" / "_static" / "translator").rglob("*"))]
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _skip_or_fail(msg: str):
-    if IN_CI:
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +86,11 @@ def server(site):
 @pytest.fixture(scope="module")
 def page(server):
     """The chapter page in headless Chromium, model loaded; `page.requests` lists every URL asked for."""
-    if _chromium() is None:
-        _skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
+    if chromium_path() is None:
+        skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=_chromium(), headless=True,
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
                                      args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         pg = browser.new_page(viewport={"width": 1100, "height": 900})
         requests: list[str] = []

@@ -28,26 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, ROOT
+from conftest import IN_CI, ROOT, chromium_path, skip_or_fail
 
 CHAPTER = ROOT / "chapters" / "02_scaling.ipynb"
 EXPLORER_SOURCE = "d_k_slider = widgets.SelectionSlider("   # identifies the explorer cell
 LAB = Path(sys.executable).with_name("jupyter-lab")
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _skip_or_fail(msg: str):
-    if IN_CI:
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 def _free_port() -> int:
@@ -74,14 +61,14 @@ def _wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float =
 @pytest.fixture
 def lab(tmp_path):
     """JupyterLab on loopback over a copy of chapter 2: (base URL, token, notebook folder)."""
-    if _chromium() is None:
-        _skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
+    if chromium_path() is None:
+        skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        _skip_or_fail("Playwright is missing: `make venv` installs requirements.txt")
+        skip_or_fail("Playwright is missing: `make venv` installs requirements.txt")
     if not LAB.exists():
-        _skip_or_fail("jupyter-lab is missing from the venv: `make venv` installs requirements.txt")
+        skip_or_fail("jupyter-lab is missing from the venv: `make venv` installs requirements.txt")
     notebooks = tmp_path / "chapters"
     notebooks.mkdir()
     shutil.copy2(CHAPTER, notebooks / CHAPTER.name)
@@ -133,7 +120,7 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
     original = _digest(copy)
     t0 = time.monotonic()
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=_chromium(), headless=True,
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
                                      args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
