@@ -7,8 +7,10 @@
    in `.venv` and under nbval, the cell does nothing and prints nothing. The environment
    variable ``TRANSFORMER_LIB_SOURCE`` replaces the git URL (a local checkout:
    ``file:///path/to/checkout``); tests/test_publish.py uses it to run the cell in a fresh venv.
-2. **Last code cell: the time of this run**, glued into the note under the chapter's title
-   ("about 35 s on a 2-core CPU"). A timing, so nbval does not compare its output.
+2. **Last code cell: the time of this run and the machine**, glued into the note under the
+   chapter's title ("about 35 s on a 2-core CPU"; the CPU model, PyTorch's vector kernels
+   (AVX512, AVX2 ...), threads, torch version, bf16 or float32 training). Not reproducible on
+   another machine, so nbval does not compare its output.
 3. **The note under the title** (in the first markdown cell): how long the chapter takes, whether
    it uses a GPU, how to run it. A new chapter gets the CPU-only wording; edit it if the chapter
    uses a GPU when one is present.
@@ -54,21 +56,31 @@ def install_cell_source(url: str, branch: str) -> str:
 def timer_cell_source() -> str:
     return "\n".join([
         "# NBVAL_IGNORE_OUTPUT",
-        f"{TIMER_MARK}, glued into the note under the chapter's title (a timing: nbval ignores it).",
+        f"{TIMER_MARK}, glued into the note under the chapter's title with the machine (nbval ignores it).",
         "from myst_nb import glue",
         "_seconds = time.perf_counter() - _started",
         '_rounded = f"{5 * max(1, round(_seconds / 5))} s" if _seconds < 90 else f"{round(_seconds / 30) / 2:g} min"',
         'glue("chapter_run_time", f"about {_rounded} on a {os.cpu_count()}-core CPU", display=False)',
+        "import torch",
+        "from transformer_lib import hardware_info, resolve_bf16",
+        '_hw = hardware_info("cpu")',
+        'glue("chapter_machine", f"{_hw[\'cpu\']} ({torch.backends.cpu.get_cpu_capability()} kernels, "',
+        '     f"{torch.get_num_threads()} threads, torch {torch.__version__}; training in "',
+        '     f"{\'bf16 autocast\' if resolve_bf16(\'auto\', \'cpu\') else \'float32\'})", display=False)',
     ])
 
 
 NOTE_TITLE = "Running this chapter"
 NOTE_CPU = "It runs on the CPU and does not use a GPU, even where there is one."
+NOTE_RUN_TIME = "Top to bottom, the run stored here took {glue:text}`chapter_run_time`. "
+NOTE_MACHINE = ("Its numbers come from {glue:text}`chapter_machine`: a rerun elsewhere repeats counts, "
+                "shapes and exact results digit for digit, and trained or rounded results only up to "
+                "the claims the chapter asserts (see the README, *Same verdict on every machine*). ")
 
 
 def note(gpu_sentence: str = NOTE_CPU) -> str:
     return ("\n\n:::{admonition} " + NOTE_TITLE + "\n:class: tip\n"
-            "Top to bottom, the run stored here took {glue:text}`chapter_run_time`. " + gpu_sentence +
+            + NOTE_RUN_TIME + NOTE_MACHINE + gpu_sentence +
             " To run it yourself: `make lab` on your machine, or the launch button (the rocket at the "
             "top of the page) for Colab or Binder, where the chapter's first cell installs "
             "`transformer_lib`.\n:::")
@@ -101,6 +113,9 @@ def apply(nb: nbformat.NotebookNode, url: str, branch: str) -> bool:
     if NOTE_TITLE not in first.source:
         first.source = first.source.rstrip("\n") + note()
         changed = True
+    elif NOTE_MACHINE not in first.source and NOTE_RUN_TIME in first.source:   # an older note
+        first.source = first.source.replace(NOTE_RUN_TIME, NOTE_RUN_TIME + NOTE_MACHINE, 1)
+        changed = True
     return changed
 
 
@@ -115,6 +130,8 @@ def problems(nb: nbformat.NotebookNode, url: str, branch: str) -> list[str]:
     first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if first is None or "{glue:text}`chapter_run_time`" not in first.source:
         out.append("the first markdown cell has no note with the run time")
+    elif NOTE_MACHINE not in first.source:
+        out.append("the note under the title does not say which machine produced the numbers")
     for c in code[:1] + code[-1:]:
         if c.metadata.get("tags") != TAGS:
             out.append(f"cell not tagged {TAGS}: {c.source.splitlines()[0]!r}")

@@ -28,7 +28,8 @@ PUBLIC = {
     "training": ["make_optimizer", "noam_lr", "make_scheduler", "label_smoothed_cross_entropy", "TrainConfig",
                  "TrainingData", "toy_translation_data", "multi30k_data", "translate", "corpus_bleu",
                  "hardware_info", "train_flops", "evaluate_loss", "read_metrics", "run_training",
-                 "translation_scores", "average_state_dicts", "load_checkpoint", "native_bf16"],
+                 "translation_scores", "average_state_dicts", "load_checkpoint", "native_bf16",
+                 "resolve_bf16"],
     "variants": ["EncoderOnlyTransformer", "DecoderOnlyTransformer", "mask_tokens_for_mlm"],
 }
 

@@ -363,7 +363,41 @@ def test_ids_checked_once_per_call_and_never_when_switched_off(model, batch):
         assert _count_aten(lambda: model(src, tgt), "aminmax") == 0
 
 
-def test_training_uses_bf16_exactly_where_native(tmp_path):
+def test_resolve_bf16_obeys_the_setting_then_the_environment_then_the_hardware(monkeypatch):
+    from transformer_lib import resolve_bf16
+    monkeypatch.delenv("TRANSFORMER_BF16", raising=False)
+    assert resolve_bf16(True, "cpu") is True and resolve_bf16(False, "cpu") is False
+    assert resolve_bf16("auto", "cpu") == native_bf16("cpu")
+    for text, want in (("0", False), ("off", False), ("FALSE", False), ("1", True), ("on", True), ("true", True)):
+        monkeypatch.setenv("TRANSFORMER_BF16", text)
+        assert resolve_bf16("auto", "cpu") is want
+        assert resolve_bf16(not want, "cpu") is (not want)      # an explicit setting wins over the environment
+    monkeypatch.setenv("TRANSFORMER_BF16", "maybe")
+    with pytest.raises(ValueError, match="TRANSFORMER_BF16='maybe'"):
+        resolve_bf16("auto", "cpu")
+    with pytest.raises(TypeError, match='`bf16` must be True, False or "auto"'):
+        resolve_bf16("yes", "cpu")
+    assert TrainConfig().bf16 == "auto" and TrainConfig.from_preset("cpu").bf16 == "auto"
+
+
+def test_cli_reads_bf16_auto_true_false():
+    from transformer_lib.train import _parse_field
+    assert _parse_field("bf16", "auto") == "auto"
+    assert _parse_field("bf16", "false") is False and _parse_field("bf16", "1") is True
+    with pytest.raises(ValueError, match="expected true or false"):
+        _parse_field("bf16", "maybe")
+
+
+def test_training_follows_the_bf16_environment_override(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_BF16", "0")
+    cfg = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100)
+    _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
+                              progress=False, final_eval=())
+    assert summary["bf16_autocast"] is False
+
+
+def test_training_uses_bf16_exactly_where_native(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_BF16", raising=False)
     cfg = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100)
     _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
                               progress=False, final_eval=())

@@ -442,6 +442,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                           'transformer_lib.training.noam_lr': ('training.html#noam_lr', 'transformer_lib/training.py'),
                                           'transformer_lib.training.read_metrics': ( 'training.html#read_metrics',
                                                                                      'transformer_lib/training.py'),
+                                          'transformer_lib.training.resolve_bf16': ( 'training.html#resolve_bf16',
+                                                                                     'transformer_lib/training.py'),
                                           'transformer_lib.training.run_training': ( 'training.html#run_training',
                                                                                      'transformer_lib/training.py'),
                                           'transformer_lib.training.toy_translation_data': ( 'training.html#toy_translation_data',

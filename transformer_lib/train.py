@@ -6,7 +6,7 @@ resuming, and several processes under torchrun."""
 # %% auto #0
 __all__ = ['build_parser', 'config_from_args', 'check_training_imports', 'cli', 'main']
 
-# %% ../chapters/11c_train_cli.ipynb #4e6f1494
+# %% ../chapters/11c_train_cli.ipynb #562d8a10
 import argparse
 import importlib.util
 import os
@@ -32,6 +32,8 @@ def _parse_field(name: str, text: str) -> Any:
         raise ValueError(f"--set: unknown TrainConfig field {name!r}; expected one of {sorted(known)}")
     if text.lower() == "none":
         return None
+    if text.lower() == "auto" and known[name].default == "auto":   # bf16: True, False or "auto"
+        return "auto"
     kind: Any = known[name].type                             # e.g. int, or Optional[float]
     if typing.get_origin(kind) is typing.Union:
         kind = next(a for a in typing.get_args(kind) if a is not type(None))
