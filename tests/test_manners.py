@@ -388,24 +388,19 @@ def test_cli_reads_bf16_auto_true_false():
         _parse_field("bf16", "maybe")
 
 
-def test_training_follows_the_bf16_environment_override(monkeypatch):
-    monkeypatch.setenv("TRANSFORMER_BF16", "0")
-    cfg = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100)
+def _tiny_run_summary(**overrides) -> dict:
+    cfg = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100, **overrides)
     _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
                               progress=False, final_eval=())
-    assert summary["bf16_autocast"] is False
+    return summary
 
 
-def test_training_uses_bf16_exactly_where_native(tmp_path, monkeypatch):
+def test_training_uses_bf16_exactly_where_native_unless_told(monkeypatch):
     monkeypatch.delenv("TRANSFORMER_BF16", raising=False)
-    cfg = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100)
-    _, summary = run_training(cfg, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
-                              progress=False, final_eval=())
-    assert summary["bf16_autocast"] == native_bf16("cpu")
-    cfg32 = TrainConfig.from_preset("tiny", steps=2, eval_every=100, checkpoint_every=100, bf16=False)
-    _, summary32 = run_training(cfg32, toy_translation_data(n_train=64, n_val=8, n_test=8), None,
-                                progress=False, final_eval=())
-    assert summary32["bf16_autocast"] is False
+    assert _tiny_run_summary()["bf16_autocast"] == native_bf16("cpu")
+    assert _tiny_run_summary(bf16=False)["bf16_autocast"] is False
+    monkeypatch.setenv("TRANSFORMER_BF16", "0")                 # how the tests train in float32
+    assert _tiny_run_summary()["bf16_autocast"] is False
 
 
 def test_build_outputs_ignored_by_git(tmp_path):
