@@ -33,6 +33,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -c 'import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "transformer_book_export.pth").write_text("$(CURDIR)/scripts/export_hooks\n")'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $@
 

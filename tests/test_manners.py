@@ -302,7 +302,7 @@ def test_checkpoint_loads_with_weights_only(tmp_path):
 
 
 def test_native_bf16_detection(monkeypatch, tmp_path):
-    import transformer_lib.training as training
+    import transformer_lib.training.hardware as training
 
     flags = tmp_path / "cpuinfo"
     real = training.Path

@@ -216,7 +216,7 @@ def test_pad_to_multiple_keeps_the_loss(tmp_path):
 
 
 def test_non_finite_loss_stops_with_the_last_good_state(tmp_path, monkeypatch):
-    import transformer_lib.training as training
+    import transformer_lib.training.loop as training
     real, calls = training._forward_backward, []
 
     def poisoned(*args, **kwargs):

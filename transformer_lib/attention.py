@@ -13,15 +13,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-def _check_tensor(name: str, x: object, min_dim: int = 2) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < min_dim:
-        raise ValueError(f"`{name}` must have at least {min_dim} dimensions (..., length, features), "
-                         f"got shape {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise TypeError(f"`{name}` must be a floating-point tensor, got dtype {x.dtype}")
-    return x
+from ._checks import check_tensor
 
 
 def check_mask(mask: object, scores_shape: tuple[int, ...], name: str = "mask") -> Tensor:
@@ -71,9 +63,9 @@ def attention(
         `(output, weights)`: output `(..., L_q, d_v)` and the weights actually used to mix
         the values `(..., L_q, L_k)` (after dropout), so `output == weights @ value`.
     """
-    query = _check_tensor("query", query)
-    key = _check_tensor("key", key)
-    value = _check_tensor("value", value)
+    query = check_tensor("query", query)
+    key = check_tensor("key", key)
+    value = check_tensor("value", value)
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"`query` and `key` must have the same last dimension d_k, got "
                          f"query {tuple(query.shape)} and key {tuple(key.shape)}")

@@ -15,10 +15,11 @@ from typing import Callable, Optional, Union
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from .attention import check_mask
-from .masks import _check_tokens, causal_mask, padding_mask
+from ._checks import check_tokens
+from .masks import causal_mask, padding_mask
 from .model import Transformer
 from .multihead import MultiHeadAttention
 
@@ -105,7 +106,7 @@ class IncrementalDecoder:
         if model.training:
             raise ValueError("`model` is in training mode: call model.eval() first (decoding runs "
                              "without dropout; greedy_decode, sample and beam_search do it for you)")
-        _check_tokens("src", src)
+        check_tokens("src", src)
         self.model, self.use_cache = model, bool(use_cache)
         cfg = model.config
         self.pad_id, self.vocab_size, self.max_len = cfg.pad_id, cfg.tgt_vocab_size, cfg.max_len
@@ -233,7 +234,6 @@ class IncrementalDecoder:
         self._keep = self._keep.index_select(0, index)
         self._cross_mask = self._cross_mask.index_select(0, index)
         self.cross_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.cross_kv]
-        t = self.length
         self.self_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.self_kv]
 
 # %% ../chapters/10_decoding.ipynb #3011fbce
@@ -313,7 +313,7 @@ def _check_decoding_args(model: Transformer, src: Tensor, max_len: object, bos_i
     `max_len=None` means the paper's "input length + 50", capped at `model.config.max_len`."""
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a transformer_lib.Transformer, got {type(model).__name__}")
-    _check_tokens("src", src)
+    check_tokens("src", src)
     if bos_id is None:
         raise TypeError("`bos_id` is required: the token every output starts with")
     if max_len is None:
@@ -377,8 +377,8 @@ def sequence_log_prob(model: Transformer, src: Tensor, tokens: Tensor, eos_id: O
     """
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a transformer_lib.Transformer, got {type(model).__name__}")
-    _check_tokens("src", src)
-    _check_tokens("tokens", tokens)
+    check_tokens("src", src)
+    check_tokens("tokens", tokens)
     if tokens.shape[0] != src.shape[0]:
         raise ValueError(f"`src` and `tokens` must have the same batch size, got {src.shape[0]} and {tokens.shape[0]}")
     B, L = tokens.shape

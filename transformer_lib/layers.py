@@ -9,11 +9,11 @@ __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'Encoder']
 # %% ../chapters/06_encoder.ipynb #a743b74a
 from typing import Optional
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .multihead import MultiHeadAttention, _check_dropout, _check_positive
+from ._checks import check_dropout, check_positive
+from .multihead import MultiHeadAttention
 
 # %% ../chapters/06_encoder.ipynb #fb871964
 class PositionwiseFeedForward(nn.Module):
@@ -31,11 +31,11 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1) -> None:
         super().__init__()
-        _check_positive("d_model", d_model)
-        _check_positive("d_ff", d_ff)
+        check_positive("d_model", d_model)
+        check_positive("d_ff", d_ff)
         self.linear1 = nn.Linear(d_model, d_ff)     # W_1, b_1
         self.linear2 = nn.Linear(d_ff, d_model)     # W_2, b_2
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_dropout(dropout))
 
     def forward(self, x: Tensor) -> Tensor:
         """Map `(..., d_model)` to `(..., d_model)`, each position on its own."""
@@ -64,7 +64,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False) -> None:
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = check_dropout(dropout)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
@@ -112,7 +112,7 @@ class Encoder(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
                  norm_first: bool = False, final_norm: Optional[bool] = None) -> None:
         super().__init__()
-        _check_positive("n_layers", n_layers)
+        check_positive("n_layers", n_layers)
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
                                     for _ in range(n_layers))
         final_norm = norm_first if final_norm is None else final_norm

@@ -12,22 +12,7 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-
-def _check_tokens(name: str, tokens: object) -> Tensor:
-    if not isinstance(tokens, Tensor):
-        raise TypeError(f"`{name}` must be a torch.Tensor of token ids, got {type(tokens).__name__}")
-    if tokens.dtype == torch.bool or tokens.is_floating_point() or tokens.is_complex():
-        raise TypeError(f"`{name}` must hold integer token ids (e.g. torch.long), got dtype {tokens.dtype}")
-    if tokens.dim() != 2:
-        raise ValueError(f"`{name}` must be 2-D (B, L): a batch of token-id sequences, "
-                         f"got shape {tuple(tokens.shape)}")
-    return tokens
-
-
-def _check_id(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`{name}` must be an int token id, got {value!r}")
-    return value
+from ._checks import check_id, check_tokens
 
 
 def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
@@ -41,8 +26,8 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
         `(B, 1, 1, L)` `torch.bool`, `True` at real tokens (keys that may be attended to);
         it broadcasts to the scores' shape `(B, h, L_q, L)`.
     """
-    _check_tokens("tokens", tokens)
-    _check_id("pad_id", pad_id)
+    check_tokens("tokens", tokens)
+    check_id("pad_id", pad_id)
     return (tokens != pad_id)[:, None, None, :]          # (B, L) -> (B, 1, 1, L)
 
 # %% ../chapters/05_masking.ipynb #362c1f48
@@ -89,8 +74,8 @@ def shift_right(tokens: Tensor, bos_id: int) -> Tensor:
     Returns:
         `(B, T)` token ids: `out[:, 0] = bos_id`, `out[:, 1:] = tokens[:, :-1]`.
     """
-    _check_tokens("tokens", tokens)
-    _check_id("bos_id", bos_id)
+    check_tokens("tokens", tokens)
+    check_id("bos_id", bos_id)
     bos = torch.full_like(tokens[:, :1], bos_id)                      # (B, 1)
     return torch.cat([bos, tokens[:, :-1]], dim=1)                    # (B, T)
 
@@ -111,9 +96,9 @@ def teacher_forcing(tgt: Tensor, bos_id: int, eos_id: int, pad_id: int) -> tuple
     Returns:
         `(decoder_input, labels)`, both `(B, T + 1)` with `tgt`'s dtype and device.
     """
-    _check_tokens("tgt", tgt)
+    check_tokens("tgt", tgt)
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("pad_id", pad_id)):
-        _check_id(name, value)
+        check_id(name, value)
     if len({bos_id, eos_id, pad_id}) != 3:
         raise ValueError(f"bos_id, eos_id and pad_id must differ, got {bos_id}, {eos_id}, {pad_id}")
     real = tgt != pad_id                                              # (B, T)

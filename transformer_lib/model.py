@@ -18,8 +18,9 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
-from .layers import Encoder, PositionwiseFeedForward, _check_dropout, _check_positive
-from .masks import _check_tokens, padding_mask, target_mask
+from ._checks import check_dropout, check_id_range, check_positive, check_token_ids
+from .layers import Encoder, PositionwiseFeedForward
+from .masks import padding_mask, target_mask
 from .multihead import MultiHeadAttention, load_torch_mha_weights
 from .positional import PositionalEncoding
 
@@ -44,7 +45,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False) -> None:
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = check_dropout(dropout)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -95,7 +96,7 @@ class Decoder(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
                  norm_first: bool = False, final_norm: Optional[bool] = None) -> None:
         super().__init__()
-        _check_positive("n_layers", n_layers)
+        check_positive("n_layers", n_layers)
         self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
                                     for _ in range(n_layers))
         final_norm = norm_first if final_norm is None else final_norm
@@ -150,13 +151,13 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
                      "n_decoder_layers", "d_ff", "max_len"):
-            _check_positive(name, getattr(self, name))
+            check_positive(name, getattr(self, name))
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"`d_model` ({self.d_model}) must be divisible by `n_heads` ({self.n_heads}): "
                              f"each head gets d_k = d_model / n_heads features")
         if self.d_model % 2 != 0:
             raise ValueError(f"`d_model` must be even for the sinusoidal positional encoding, got {self.d_model}")
-        _check_dropout(self.dropout)
+        check_dropout(self.dropout)
         if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int):
             raise TypeError(f"`pad_id` must be an int token id, got {self.pad_id!r}")
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
@@ -274,21 +275,9 @@ class Transformer(nn.Module):
             raise RuntimeError("torch.jit.trace cannot record this model faithfully: its masks and checks "
                                "depend on the sequence lengths, which a trace freezes. Use "
                                "torch.export.export (dynamic lengths supported) or torch.compile instead")
-        tokens = _check_tokens(name, tokens)                    # Tensor, integer dtype, 2-D
-        if tokens.dtype not in (torch.long, torch.int):
-            raise TypeError(f"`{name}` must hold torch.long or torch.int token ids (what nn.Embedding "
-                            f"accepts), got {tokens.dtype}: convert with `{name}.long()`")
-        L = tokens.shape[1]
-        if L == 0:
-            raise ValueError(f"`{name}` is empty: got shape {tuple(tokens.shape)}, expected (B, L) with L >= 1")
-        if L > self.config.max_len:
-            raise ValueError(f"`{name}` has length {L}, longer than max_len={self.config.max_len} "
-                             f"of this model's config")
-        if self.validate_args and tokens.numel() > 0 and _values_checkable(tokens):
-            lo, hi = (int(v) for v in torch.aminmax(tokens))    # the one device-to-host sync
-            if lo < 0 or hi >= vocab_size:
-                raise ValueError(f"`{name}` holds token ids in [{lo}, {hi}], outside the vocabulary: "
-                                 f"expected 0 <= id < {vocab_size}")
+        tokens = check_token_ids(name, tokens, self.config.max_len)   # Tensor, long/int, (B, L)
+        if self.validate_args and _values_checkable(tokens):
+            check_id_range(name, tokens, vocab_size)            # the one device-to-host sync
         return tokens
 
     def _check_memory(self, memory: object, batch: int) -> Tensor:

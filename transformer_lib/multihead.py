@@ -7,26 +7,14 @@ and their outputs are concatenated and mixed by W_O — equal to `torch.nn.Multi
 __all__ = ['MultiHeadAttention', 'load_torch_mha_weights']
 
 # %% ../chapters/03_multi_head.ipynb #3bcf4f20
-import math
 from typing import Optional, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import _check_tensor, attention, check_mask
-
-
-def _check_dropout(dropout: object, name: str = "dropout") -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"`{name}` must be a probability, a float in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _check_positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive int, got {value!r}")
-    return value
+from ._checks import check_dropout, check_positive, check_tensor
+from .attention import attention, check_mask
 
 
 class MultiHeadAttention(nn.Module):
@@ -65,13 +53,13 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, *,
                  device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
-        _check_positive("d_model", d_model)
-        _check_positive("n_heads", n_heads)
+        check_positive("d_model", d_model)
+        check_positive("n_heads", n_heads)
         if d_model % n_heads != 0:
             raise ValueError(f"`d_model` ({d_model}) must be divisible by `n_heads` ({n_heads}): each head "
                              f"gets d_k = d_model / n_heads features; try n_heads in "
                              f"{[h for h in range(1, min(d_model, 16) + 1) if d_model % h == 0]}")
-        dropout = _check_dropout(dropout)
+        dropout = check_dropout(dropout)
         factory = {"device": device, "dtype": dtype}
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.dropout = float(dropout)
@@ -112,7 +100,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
-            _check_tensor(name, x, min_dim=3)
+            check_tensor(name, x, min_dim=3)
             if x.dim() != 3 or x.shape[-1] != self.d_model:
                 raise ValueError(f"`{name}` must have shape (B, L, d_model={self.d_model}), "
                                  f"got {tuple(x.shape)}")

@@ -11,11 +11,7 @@ __all__ = ['sinusoidal_positional_encoding', 'PositionalEncoding', 'LearnedPosit
 import torch
 from torch import Tensor, nn
 
-
-def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int, got {value!r}")
-    return value
+from ._checks import check_positive
 
 
 def _check_even_width(name: str, value: int) -> int:
@@ -57,8 +53,8 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
     Returns:
         Tensor of shape `(max_len, d_model)`, dtype float32, values in [-1, 1].
     """
-    _check_positive_int("max_len", max_len)
-    _check_even_width("d_model", _check_positive_int("d_model", d_model))
+    check_positive("max_len", max_len)
+    _check_even_width("d_model", check_positive("d_model", d_model))
     pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)        # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)             # (d_model/2,)
     angle = pos / (10000.0 ** (two_i / d_model))                         # (max_len, d_model/2)
@@ -113,8 +109,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int, dropout: float = 0.1) -> None:
         super().__init__()
-        self.d_model = _check_positive_int("d_model", d_model)
-        self.max_len = _check_positive_int("max_len", max_len)
+        self.d_model = check_positive("d_model", d_model)
+        self.max_len = check_positive("max_len", max_len)
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
         self.dropout = nn.Dropout(dropout)
@@ -142,8 +138,8 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head: int, max_len: int = 4096, base: float = 10000.0) -> None:
         super().__init__()
-        self.d_head = _check_even_width("d_head", _check_positive_int("d_head", d_head))
-        self.max_len = _check_positive_int("max_len", max_len)
+        self.d_head = _check_even_width("d_head", check_positive("d_head", d_head))
+        self.max_len = check_positive("max_len", max_len)
         self.base = float(base)
         inv_freq = self.base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (d_head/2,)
         angle = torch.arange(max_len, dtype=torch.float64).unsqueeze(1) * inv_freq           # (max_len, d_head/2)

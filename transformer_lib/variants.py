@@ -15,23 +15,10 @@ from torch import Tensor, nn
 
 from .attention import check_mask
 from .decoding import _check_token_id, sample_logits
-from .layers import Encoder, _check_dropout, _check_positive
-from .masks import _check_tokens, causal_mask, padding_mask, target_mask
+from ._checks import check_dropout, check_id_range, check_positive, check_token_ids, check_tokens
+from .layers import Encoder
+from .masks import causal_mask, padding_mask, target_mask
 from .positional import PositionalEncoding
-
-
-def _check_token_ids(name: str, tokens: object, vocab_size: int, max_len: int) -> Tensor:
-    tokens = _check_tokens(name, tokens)                       # Tensor, integer dtype, 2-D
-    L = tokens.shape[1]
-    if L == 0:
-        raise ValueError(f"`{name}` is empty: got shape {tuple(tokens.shape)}, expected (B, L) with L >= 1")
-    if L > max_len:
-        raise ValueError(f"`{name}` has length {L}, longer than this model's max_len={max_len}")
-    lo, hi = torch.aminmax(tokens)
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"`{name}` holds token ids in [{int(lo)}, {int(hi)}], outside the vocabulary: "
-                         f"expected 0 <= id < {vocab_size}")
-    return tokens
 
 
 def _check_pad_id(pad_id: object, vocab_size: int, allow_none: bool) -> Optional[int]:
@@ -46,7 +33,7 @@ class _TiedEncoderStack(nn.Module):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_heads", n_heads),
                             ("n_layers", n_layers), ("d_ff", d_ff), ("max_len", max_len)):
-            _check_positive(name, value)
+            check_positive(name, value)
         if d_model % n_heads != 0:
             raise ValueError(f"`d_model` ({d_model}) must be divisible by `n_heads` ({n_heads}): "
                              f"each head gets d_k = d_model / n_heads features")
@@ -56,7 +43,7 @@ class _TiedEncoderStack(nn.Module):
             raise TypeError(f"`norm_first` must be a bool, got {norm_first!r}")
         self.vocab_size, self.d_model, self.n_heads, self.max_len = vocab_size, d_model, n_heads, max_len
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.positional = PositionalEncoding(d_model, max_len, _check_dropout(dropout))
+        self.positional = PositionalEncoding(d_model, max_len, check_dropout(dropout))
         self.encoder = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.embed_scale = math.sqrt(d_model)
@@ -116,7 +103,7 @@ class EncoderOnlyTransformer(_TiedEncoderStack):
         Returns:
             `(B, L, d_model)`.
         """
-        tokens = _check_token_ids("tokens", tokens, self.vocab_size, self.max_len)
+        tokens = check_id_range("tokens", check_token_ids("tokens", tokens, self.max_len), self.vocab_size)
         B, L = tokens.shape
         if mask is None:
             mask = padding_mask(tokens, self.pad_id)                  # (B, 1, 1, L)
@@ -177,7 +164,7 @@ class DecoderOnlyTransformer(_TiedEncoderStack):
         Returns:
             logits `(B, L, vocab_size)`; row `t` depends on `tokens[:, :t+1]` only.
         """
-        tokens = _check_token_ids("tokens", tokens, self.vocab_size, self.max_len)
+        tokens = check_id_range("tokens", check_token_ids("tokens", tokens, self.max_len), self.vocab_size)
         B, L = tokens.shape
         if mask is None:
             mask = (causal_mask(L, device=tokens.device) if self.pad_id is None
@@ -206,7 +193,7 @@ class DecoderOnlyTransformer(_TiedEncoderStack):
         Returns:
             `(B, L0 + max_new_tokens)` LongTensor: the prompt followed by the new tokens.
         """
-        tokens = _check_token_ids("prompt", prompt, self.vocab_size, self.max_len)
+        tokens = check_id_range("prompt", check_token_ids("prompt", prompt, self.max_len), self.vocab_size)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise ValueError(f"`max_new_tokens` must be a non-negative int, got {max_new_tokens!r}")
         if not isinstance(greedy, bool):
@@ -252,8 +239,8 @@ def mask_tokens_for_mlm(tokens: Tensor, mask_id: int, vocab_size: int, mask_prob
         `(inputs, labels)`, both `(B, L)` with `tokens`' dtype: the corrupted inputs, and the
         original token at chosen positions / `ignore_index` elsewhere.
     """
-    tokens = _check_tokens("tokens", tokens)
-    _check_positive("vocab_size", vocab_size)
+    tokens = check_tokens("tokens", tokens)
+    check_positive("vocab_size", vocab_size)
     if isinstance(mask_id, bool) or not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id` must be a token id in [0, {vocab_size}), got {mask_id!r}")
     if isinstance(mask_prob, bool) or not isinstance(mask_prob, (int, float)) or not 0.0 < mask_prob < 1.0:
