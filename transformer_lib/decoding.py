@@ -11,7 +11,7 @@ __all__ = ['softmax_with_temperature', 'IncrementalDecoder', 'greedy_decode', 's
 # %% ../chapters/10_decoding.ipynb #19d6ee54
 import math
 import operator
-from typing import Callable, Optional, Union
+from typing import Callable, Literal, Optional, Sequence, SupportsIndex, Union, cast, overload
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +20,7 @@ from torch import Tensor
 from .attention import check_mask
 from ._checks import check_tokens
 from .masks import causal_mask, padding_mask
-from .model import Transformer
+from .model import DecoderLayer, Transformer
 from .multihead import MultiHeadAttention
 
 
@@ -66,6 +66,11 @@ def _split_heads(x: Tensor, n_heads: int) -> Tensor:
 def _merge_heads(z: Tensor) -> Tensor:
     N, h, L, d_k = z.shape
     return z.transpose(1, 2).reshape(N, L, h * d_k)                       # (N, L, d_model)
+
+def _decoder_layers(model: Transformer) -> Sequence[DecoderLayer]:
+    """The model's decoder layers (a ModuleList is typed as holding any Module)."""
+    return cast(Sequence[DecoderLayer], model.decoder.layers)
+
 
 class IncrementalDecoder:
     """Feed a Transformer's decoder one token at a time, with or without a key/value cache.
@@ -127,7 +132,7 @@ class IncrementalDecoder:
         self._cross_mask = self.src_mask | ~self._keep                              # (N, 1, 1, S), never all False
         self.cross_kv: list[tuple[Tensor, Tensor]] = []
         with torch.no_grad():
-            for layer in model.decoder.layers:
+            for layer in _decoder_layers(model):
                 attn = layer.cross_attn
                 d = attn.d_model
                 w, b = attn.in_proj.weight[d:], None if attn.in_proj.bias is None else attn.in_proj.bias[d:]
@@ -191,7 +196,7 @@ class IncrementalDecoder:
         if t >= self.self_kv[0][0].shape[2]:
             self._grow()
         x = model.embed_tgt(tokens, offset=t)                                       # (N, 1, d_model)
-        for layer, (ck, cv), (sk, sv) in zip(model.decoder.layers, self.cross_kv, self.self_kv):
+        for layer, (ck, cv), (sk, sv) in zip(_decoder_layers(model), self.cross_kv, self.self_kv):
             if layer.norm_first:                                                    # pre-LN
                 x = x + self._self_attention(layer.self_attn, layer.norm1(x), sk, sv, t)
                 x = x + self._cross_attention(layer.cross_attn, layer.norm2(x), ck, cv)
@@ -242,17 +247,23 @@ def _as_index(value: object) -> Optional[int]:
     if isinstance(value, bool) or (isinstance(value, Tensor) and value.dim() != 0):
         return None
     try:
-        return operator.index(value)
+        return operator.index(cast(SupportsIndex, value))         # TypeError when it is not one
     except TypeError:
         return None
 
-def _check_token_id(name: str, value: object, vocab: int, allow_none: bool = False,
-                    vocab_name: str = "the target vocabulary") -> Optional[int]:
-    if value is None and allow_none:
+def _check_optional_token_id(name: str, value: object, vocab: int,
+                             vocab_name: str = "the target vocabulary") -> Optional[int]:
+    if value is None:
         return None
+    if _as_index(value) is None:
+        raise TypeError(f"`{name}` must be an int token id or None, got {value!r}")
+    return _check_token_id(name, value, vocab, vocab_name)
+
+
+def _check_token_id(name: str, value: object, vocab: int, vocab_name: str = "the target vocabulary") -> int:
     index = _as_index(value)
     if index is None:
-        raise TypeError(f"`{name}` must be an int token id{' or None' if allow_none else ''}, got {value!r}")
+        raise TypeError(f"`{name}` must be an int token id, got {value!r}")
     if not 0 <= index < vocab:
         raise ValueError(f"`{name}` must be a token id in [0, {vocab}) ({vocab_name}), got {index}")
     return index
@@ -320,7 +331,7 @@ def _check_decoding_args(model: Transformer, src: Tensor, max_len: object, bos_i
         max_len = min(src.shape[1] + 50, model.config.max_len)
     V = model.config.tgt_vocab_size
     return (_check_max_len(max_len, model), _check_token_id("bos_id", bos_id, V),
-            _check_token_id("eos_id", eos_id, V, allow_none=True))
+            _check_optional_token_id("eos_id", eos_id, V))
 
 def greedy_decode(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
                   eos_id: Optional[int] = None, *, src_mask: Optional[Tensor] = None,
@@ -529,6 +540,16 @@ def length_penalty_gnmt(length: Union[int, Tensor], alpha: float = 0.6) -> Union
     """
     return ((5 + length) / 6) ** alpha
 
+@overload
+def beam_search(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
+                eos_id: Optional[int] = None, *, beam_size: int = 4, length_penalty: float = 0.6,
+                src_mask: Optional[Tensor] = None, use_cache: bool = True,
+                return_scores: Literal[False] = False) -> Tensor: ...
+@overload
+def beam_search(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
+                eos_id: Optional[int] = None, *, beam_size: int = 4, length_penalty: float = 0.6,
+                src_mask: Optional[Tensor] = None, use_cache: bool = True,
+                return_scores: Literal[True]) -> tuple[Tensor, Tensor]: ...
 def beam_search(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_id: Optional[int] = None,
                 eos_id: Optional[int] = None, *, beam_size: int = 4, length_penalty: float = 0.6,
                 src_mask: Optional[Tensor] = None, use_cache: bool = True,
@@ -572,7 +593,9 @@ def beam_search(model: Transformer, src: Tensor, max_len: Optional[int] = None, 
         return _beam_search(model, src, K, max_len, bos_id, eos_id, float(length_penalty),
                             src_mask, use_cache, return_scores)
 
-def _beam_search(model, src, K, max_len, bos_id, eos_id, alpha, src_mask, use_cache, return_scores):
+def _beam_search(model: Transformer, src: Tensor, K: int, max_len: int, bos_id: int, eos_id: Optional[int],
+                 alpha: float, src_mask: Optional[Tensor], use_cache: bool,
+                 return_scores: bool) -> Union[Tensor, tuple[Tensor, Tensor]]:
     B, device = src.shape[0], src.device
     pad_id = model.config.pad_id
     dec = IncrementalDecoder(model, src, src_mask, use_cache=use_cache, capacity=max_len)
@@ -582,61 +605,70 @@ def _beam_search(model, src, K, max_len, bos_id, eos_id, alpha, src_mask, use_ca
     scores[:, 0] = 0.0                                                        # one live beam at the start
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]    # (score / lp, tokens)
     row_done = [False] * B
-    longest = max_len - 1                                                     # generated tokens at most
     for t in range(1, max_len):                                               # t = generated tokens after this step
         logp = torch.log_softmax(dec.step(tokens[:, -1]).float(), dim=-1)     # (B*K, V)
         V = logp.shape[-1]
         cand = (scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)      # (B, K*V)
-        n_cand = min(2 * K, K * V)                                            # enough to refill K after <eos>s
-        top_scores, top_idx = cand.topk(n_cand, dim=-1)                       # (B, 2K)
-        top_beam, top_tok = top_idx // V, top_idx % V                         # (B, 2K) each
+        top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=-1)           # (B, 2K): refills K after <eos>s
+        ts, tb, tt = top_scores.tolist(), (top_idx // V).tolist(), (top_idx % V).tolist()  # score, beam, token
         new_scores = torch.full((B, K), float("-inf"), device=device)
         new_beam = torch.zeros(B, K, dtype=torch.long, device=device)
         new_tok = torch.full((B, K), pad_id, dtype=torch.long, device=device)
-        ts, tb, tt = top_scores.tolist(), top_beam.tolist(), top_tok.tolist()
-        lp_t = length_penalty_gnmt(t, alpha)
         for b in range(B):
             if row_done[b]:
                 continue
-            j = 0
-            for r in range(n_cand):
-                s, beam, tok = ts[b][r], tb[b][r], tt[b][r]
-                if s == float("-inf"):
-                    break
-                if eos_id is not None and tok == eos_id:
-                    if r < K:                                                 # an <eos> among the K best
-                        seq = tokens[b * K + beam].tolist() + [eos_id]
-                        finished[b].append((s / lp_t, seq))
-                    continue
+            live, row_done[b] = _next_beams(list(zip(ts[b], tb[b], tt[b])), tokens[b * K:(b + 1) * K],
+                                            K, eos_id, finished[b], t, max_len - 1, alpha)
+            for j, (s, beam, tok) in enumerate(live):
                 new_scores[b, j], new_beam[b, j], new_tok[b, j] = s, beam, tok
-                j += 1
-                if j == K:
-                    break
-            if finished[b]:
-                best_done = max(f[0] for f in finished[b])
-                alive = new_scores[b].max().item()
-                # A live hypothesis can only lose log-probability; its best possible score
-                # divides by the largest penalty it could still reach.
-                bound = alive / max(length_penalty_gnmt(t + 1, alpha), length_penalty_gnmt(longest, alpha))
-                if alive == float("-inf") or best_done >= bound:
-                    row_done[b] = True
-        if all(row_done) or t == max_len - 1:
-            break_now = True
-        else:
-            break_now = False
         rows = (torch.arange(B, device=device)[:, None] * K + new_beam).view(-1)  # (B*K,) which beam each comes from
         tokens = torch.cat([tokens.index_select(0, rows), new_tok.view(-1, 1)], dim=1)  # (B*K, t+1)
         scores = new_scores
-        if break_now:
+        if all(row_done) or t == max_len - 1:
             break
         dec.reorder(rows)
-    L_gen = tokens.shape[1] - 1
+    return _best_hypotheses(tokens, scores, finished, row_done, pad_id, alpha, return_scores)
+
+
+def _next_beams(cands: list[tuple[float, int, int]], prefixes: Tensor, K: int, eos_id: Optional[int],
+                done: list[tuple[float, list[int]]], t: int, longest: int,
+                alpha: float) -> tuple[list[tuple[float, int, int]], bool]:
+    """One sentence's next live beams from its best candidates `(score, beam, token)`, best first.
+
+    A candidate ending in `<eos>` among the `K` best is finished: it joins `done`, scored
+    `score / lp(t)`. Returns the (up to `K`) live beams and whether the sentence is done: no live
+    beam can still beat its best finished one."""
+    live: list[tuple[float, int, int]] = []
+    for r, (s, beam, tok) in enumerate(cands):
+        if s == float("-inf"):
+            break
+        if eos_id is not None and tok == eos_id:
+            if r < K:                                                 # an <eos> among the K best
+                done.append((s / float(length_penalty_gnmt(t, alpha)), prefixes[beam].tolist() + [eos_id]))
+            continue
+        live.append((s, beam, tok))
+        if len(live) == K:
+            break
+    if not done:
+        return live, False
+    alive = max((s for s, _, _ in live), default=float("-inf"))
+    # A live beam can only lose log-probability; its best possible score divides by the largest
+    # penalty it could still reach.
+    bound = alive / max(float(length_penalty_gnmt(t + 1, alpha)), float(length_penalty_gnmt(longest, alpha)))
+    return live, alive == float("-inf") or max(f[0] for f in done) >= bound
+
+
+def _best_hypotheses(tokens: Tensor, scores: Tensor, finished: list[list[tuple[float, list[int]]]],
+                     row_done: list[bool], pad_id: int, alpha: float,
+                     return_scores: bool) -> Union[Tensor, tuple[Tensor, Tensor]]:
+    """Each sentence's best hypothesis (live ones at `max_len` compete too), padded into `(B, L)`."""
+    (B, K), device, L_gen = scores.shape, tokens.device, tokens.shape[1] - 1
     for b in range(B):                                                        # live hypotheses at max_len
         if not row_done[b] or not finished[b]:
             for j in range(K):
                 s = scores[b, j].item()
                 if s > float("-inf"):
-                    finished[b].append((s / length_penalty_gnmt(L_gen, alpha), tokens[b * K + j].tolist()))
+                    finished[b].append((s / float(length_penalty_gnmt(L_gen, alpha)), tokens[b * K + j].tolist()))
     best = [max(f, key=lambda x: x[0]) for f in finished]
     L = max(len(seq) for _, seq in best)
     out = torch.full((B, L), pad_id, dtype=torch.long, device=device)        # (B, L)

@@ -12,14 +12,14 @@ __all__ = ['DecoderLayer', 'Decoder', 'TransformerConfig', 'Transformer', 'load_
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union, cast
 
 import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
 from ._checks import check_dropout, check_id_range, check_positive, check_token_ids
-from .layers import Encoder, PositionwiseFeedForward
+from .layers import Encoder, EncoderLayer, PositionwiseFeedForward
 from .masks import padding_mask, target_mask
 from .multihead import MultiHeadAttention, load_torch_mha_weights
 from .positional import PositionalEncoding
@@ -423,13 +423,16 @@ class Transformer(nn.Module):
         return self
 
 # %% ../chapters/07_decoder_cross_attention.ipynb #19fc84ca
-def _torch_layers_compatible(ours: nn.Module, theirs: nn.Module, what: str) -> None:
+def _torch_layers_compatible(ours: Union[Encoder, Decoder],
+                             theirs: Union[nn.TransformerEncoder, nn.TransformerDecoder], what: str) -> None:
     if len(ours.layers) != len(theirs.layers):
         raise ValueError(f"{what}: ours has {len(ours.layers)} layers, torch's has {len(theirs.layers)}")
     if ours.norm is None or theirs.norm is None:
         raise ValueError(f"{what}: torch.nn.Transformer ends each stack with a LayerNorm; build ours "
                          f"with final_norm=True (ours has {'none' if ours.norm is None else 'one'})")
-    for i, (a, b) in enumerate(zip(ours.layers, theirs.layers)):
+    pairs = zip(cast(Sequence[Union[EncoderLayer, DecoderLayer]], ours.layers),
+                cast(Sequence[Union[nn.TransformerEncoderLayer, nn.TransformerDecoderLayer]], theirs.layers))
+    for i, (a, b) in enumerate(pairs):
         if a.norm_first != b.norm_first:
             raise ValueError(f"{what} layer {i}: norm_first differs (ours {a.norm_first}, torch {b.norm_first})")
         if getattr(b, "activation_relu_or_gelu", 1) != 1:
@@ -465,17 +468,22 @@ def load_torch_transformer_weights(encoder: Encoder, decoder: Decoder, torch_tra
                 raise ValueError(f"shape mismatch: ours {n1} {tuple(p1.shape)} vs torch {n2} {tuple(p2.shape)}")
             p1.copy_(p2)
 
-    for ours, theirs in zip(encoder.layers, theirs_enc.layers):
+    # ModuleList is typed as holding any Module: name what these stacks hold
+    for ours, theirs in zip(cast(Sequence[EncoderLayer], encoder.layers),
+                            cast(Sequence[nn.TransformerEncoderLayer], theirs_enc.layers)):
         load_torch_mha_weights(ours.self_attn, theirs.self_attn)
         for a, b in ((ours.ffn.linear1, theirs.linear1), (ours.ffn.linear2, theirs.linear2),
                      (ours.norm1, theirs.norm1), (ours.norm2, theirs.norm2)):
             copy_module(a, b)
-    for ours, theirs in zip(decoder.layers, theirs_dec.layers):
-        load_torch_mha_weights(ours.self_attn, theirs.self_attn)
-        load_torch_mha_weights(ours.cross_attn, theirs.multihead_attn)
-        for a, b in ((ours.ffn.linear1, theirs.linear1), (ours.ffn.linear2, theirs.linear2),
-                     (ours.norm1, theirs.norm1), (ours.norm2, theirs.norm2), (ours.norm3, theirs.norm3)):
+    for ours_d, theirs_d in zip(cast(Sequence[DecoderLayer], decoder.layers),
+                                cast(Sequence[nn.TransformerDecoderLayer], theirs_dec.layers)):
+        load_torch_mha_weights(ours_d.self_attn, theirs_d.self_attn)
+        load_torch_mha_weights(ours_d.cross_attn, theirs_d.multihead_attn)
+        for a, b in ((ours_d.ffn.linear1, theirs_d.linear1), (ours_d.ffn.linear2, theirs_d.linear2),
+                     (ours_d.norm1, theirs_d.norm1), (ours_d.norm2, theirs_d.norm2),
+                     (ours_d.norm3, theirs_d.norm3)):
             copy_module(a, b)
+    assert encoder.norm is not None and decoder.norm is not None   # _torch_layers_compatible checked
     copy_module(encoder.norm, theirs_enc.norm)
     copy_module(decoder.norm, theirs_dec.norm)
 

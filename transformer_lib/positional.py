@@ -78,6 +78,8 @@ class PositionalEncoding(nn.Module):
         dropout: dropout probability on the sum (one of the paper's dropout sites, §5.4).
     """
 
+    pe: Tensor                       # (max_len, d_model): a buffer, moved with the module
+
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1) -> None:
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
@@ -135,6 +137,9 @@ class RotaryEmbedding(nn.Module):
         max_len: number of positions precomputed (default 4096); more raise ValueError.
         base: the wavelength base (10000, as the sinusoidal encoding).
     """
+
+    cos: Tensor                      # (max_len, d_head/2): buffers, moved with the module
+    sin: Tensor
 
     def __init__(self, d_head: int, max_len: int = 4096, base: float = 10000.0) -> None:
         super().__init__()

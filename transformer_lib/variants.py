@@ -14,15 +14,11 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
-from .decoding import _check_token_id, sample_logits
+from .decoding import _check_optional_token_id, _check_token_id, sample_logits
 from ._checks import check_dropout, check_id_range, check_positive, check_token_ids, check_tokens
 from .layers import Encoder
 from .masks import causal_mask, padding_mask, target_mask
 from .positional import PositionalEncoding
-
-
-def _check_pad_id(pad_id: object, vocab_size: int, allow_none: bool) -> Optional[int]:
-    return _check_token_id("pad_id", pad_id, vocab_size, allow_none, vocab_name="the vocabulary")
 
 
 class _TiedEncoderStack(nn.Module):
@@ -90,7 +86,7 @@ class EncoderOnlyTransformer(_TiedEncoderStack):
                  d_ff: int = 1024, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
                  norm_first: bool = False) -> None:
         super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first)
-        self.pad_id = _check_pad_id(pad_id, vocab_size, allow_none=False)
+        self.pad_id = _check_token_id("pad_id", pad_id, vocab_size, vocab_name="the vocabulary")
 
     def encode(self, tokens: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """Contextual vectors of every position, computed from both sides.
@@ -150,7 +146,7 @@ class DecoderOnlyTransformer(_TiedEncoderStack):
                  d_ff: int = 1024, dropout: float = 0.1, max_len: int = 512, pad_id: Optional[int] = None,
                  norm_first: bool = False) -> None:
         super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first)
-        self.pad_id = _check_pad_id(pad_id, vocab_size, allow_none=True)
+        self.pad_id = _check_optional_token_id("pad_id", pad_id, vocab_size, vocab_name="the vocabulary")
 
     def forward(self, tokens: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """Next-token logits at every position.

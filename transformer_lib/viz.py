@@ -119,23 +119,37 @@ def figure_selector(figures: Mapping[str, Union["Any", bytes]], description: str
 
 # %% ../chapters/12_results_and_attention.ipynb #1094bb4f
 from dataclasses import dataclass, field
+from typing import Sequence, cast
 
 import torch
 from torch import Tensor, nn
 
+from .layers import EncoderLayer
+from .model import DecoderLayer, Transformer
+from .multihead import MultiHeadAttention
+
 ATTENTION_KINDS = ("encoder self-attention", "decoder self-attention", "cross-attention")
 
 
-def _attention_modules(model: nn.Module) -> dict[str, list[nn.Module]]:
+def _attention_modules(model: nn.Module) -> dict[str, list[MultiHeadAttention]]:
     """The `MultiHeadAttention` modules of a `Transformer`, by kind, in layer order."""
     if not (hasattr(model, "encoder") and hasattr(model, "decoder")):
         raise TypeError(f"`model` must be a transformer_lib.Transformer (with .encoder and .decoder), "
                         f"got {type(model).__name__}")
+    tm = cast(Transformer, model)          # a Transformer's structure (also a compiled one's)
+    encoder_layers = cast(Sequence[EncoderLayer], tm.encoder.layers)   # a ModuleList holds any Module
+    decoder_layers = cast(Sequence[DecoderLayer], tm.decoder.layers)
     return {
-        "encoder self-attention": [layer.self_attn for layer in model.encoder.layers],
-        "decoder self-attention": [layer.self_attn for layer in model.decoder.layers],
-        "cross-attention": [layer.cross_attn for layer in model.decoder.layers],
+        "encoder self-attention": [layer.self_attn for layer in encoder_layers],
+        "decoder self-attention": [layer.self_attn for layer in decoder_layers],
+        "cross-attention": [layer.cross_attn for layer in decoder_layers],
     }
+
+
+def _stored(m: MultiHeadAttention) -> Tensor:
+    if m.last_weights is None:                 # only a forward that skips a module leaves none
+        raise RuntimeError("an attention module was not called by the model's forward pass")
+    return m.last_weights
 
 
 @torch.no_grad()
@@ -164,7 +178,7 @@ def record_attention(model: nn.Module, src: Tensor, tgt: Tensor) -> dict[str, li
             m.store_weights = True
         model.eval()
         model(src, tgt)
-        return {kind: [m.last_weights for m in ms] for kind, ms in modules.items()}
+        return {kind: [_stored(m) for m in ms] for kind, ms in modules.items()}
     finally:
         for m, flag in zip(every, flags):
             m.store_weights = flag
@@ -202,7 +216,7 @@ class AttentionRecord:
         raise ValueError(f"`kind` must be one of {ATTENTION_KINDS}, got {kind!r}")
 
 
-def translate_with_attention(model: nn.Module, tokenizer: "Any", sentence: str, max_len: int = 64,
+def translate_with_attention(model: Transformer, tokenizer: "Any", sentence: str, max_len: int = 64,
                              src_eos: bool = True) -> AttentionRecord:
     """Translate one sentence greedily, then record every attention map of that translation.
 

@@ -24,6 +24,7 @@ from .config import TrainConfig
 from .datasets import TrainingData
 from .objective import make_optimizer, make_scheduler
 
+
 class _Metrics:
     """Appends one JSON object per line to `metrics.jsonl` (rank 0 only)."""
 
@@ -43,6 +44,7 @@ class _Metrics:
             with self.path.open("a") as fh:
                 fh.write(json.dumps(record) + "\n")
 
+
 def read_metrics(path: Union[str, Path]) -> list[dict[str, Any]]:
     """The records of a run's `metrics.jsonl` (a file path or the run's folder)."""
     path = Path(path)
@@ -50,15 +52,19 @@ def read_metrics(path: Union[str, Path]) -> list[dict[str, Any]]:
         path = path / "metrics.jsonl"
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
+
 def _rng_state() -> dict[str, Any]:
     import numpy as np
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    legacy = np.random.get_state()
+    assert isinstance(legacy, tuple)                          # legacy=True: the tuple form
+    name, keys, pos, has_gauss, gauss = legacy
     # tensors and plain Python values only, so that torch.load(weights_only=True) reads it back
     state = {"torch": torch.get_rng_state(), "python": random.getstate(),
              "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
+
 
 def _set_rng_state(state: dict[str, Any]) -> None:
     import numpy as np
@@ -69,17 +75,20 @@ def _set_rng_state(state: dict[str, Any]) -> None:
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
+
 def _seed_everything(seed: int) -> None:
     import numpy as np
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
+
 def _save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)                                   # never a half-written checkpoint
+
 
 def load_checkpoint(path: Union[str, Path], device: Union[str, torch.device, None] = None) -> Transformer:
     """The trained model of a run folder or checkpoint file that `run_training` wrote, in eval mode.

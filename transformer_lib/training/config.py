@@ -15,6 +15,7 @@ import torch
 from .._checks import check_dropout, check_positive
 from ..model import TransformerConfig
 
+
 def _placeholder_model() -> TransformerConfig:
     # The vocabulary fields are placeholders: `run_training` takes them (and pad_id) from the data.
     return TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, max_len=256,

@@ -15,7 +15,9 @@ from torch import Tensor
 
 from .config import TrainConfig
 
+
 _Pair = tuple[Tensor, Tensor]
+
 
 @dataclass
 class TrainingData:
@@ -46,12 +48,14 @@ class TrainingData:
     test_pairs: Sequence[tuple[str, str]] = ()
     name: str = ""
 
+
 def _pad_batch(rows: Sequence[Sequence[int]], pad_id: int) -> Tensor:
     width = max(len(r) for r in rows)
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)      # (B, L)
     for i, r in enumerate(rows):
         out[i, :len(r)] = torch.tensor(r, dtype=torch.long)
     return out
+
 
 _TOY_DE = ["null", "eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun"]
 _TOY_EN = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]

@@ -13,15 +13,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..decoding import beam_search, greedy_decode
+from ..model import Transformer
 from .datasets import TrainingData, _pad_batch, _Pair
 
-def translate(model: nn.Module, sentences: Sequence[str], data: TrainingData, *,
+
+def translate(model: Transformer, sentences: Sequence[str], data: TrainingData, *,
               method: str = "greedy", beam_size: int = 4, length_penalty: float = 0.6,
               batch_size: int = 100, extra_len: int = 50) -> list[str]:
     """Translate raw sentences with a trained model; returns detokenised text in input order.
 
     Args:
-        model: a `Transformer` (or anything with `encode`/`decode`), in eval mode or not.
+        model: a `Transformer`, in eval mode or not (its mode is restored afterwards).
         sentences: source sentences, raw text.
         data: gives the tokenizer (`encode_src`, `decode_tgt`) and the special ids.
         method: `"greedy"` (`greedy_decode`) or `"beam"` (`beam_search`, chapter 10).
@@ -37,7 +39,7 @@ def translate(model: nn.Module, sentences: Sequence[str], data: TrainingData, *,
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    limit = getattr(getattr(model, "config", None), "max_len", 512)
+    limit = model.config.max_len
     encoded = [data.encode_src(s)[:limit] for s in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     out: list[str] = [""] * len(encoded)
@@ -133,6 +135,7 @@ def _eval_losses(model: nn.Module, batches: Sequence[_Pair], pad_id: int, label_
     finally:
         model.train(was_training)
     return smoothed / max(count, 1), nll / max(count, 1)
+
 
 def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
                   label_smoothing: float = 0.0, amp: bool = False) -> float:

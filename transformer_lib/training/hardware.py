@@ -40,6 +40,7 @@ def hardware_info(device: Union[str, torch.device, None] = None) -> dict[str, An
         info["cuda"] = torch.version.cuda
     return info
 
+
 def native_bf16(device: Union[str, torch.device]) -> bool:
     """Whether `device` multiplies bfloat16 matrices natively, so that bf16 autocast pays.
 
@@ -59,6 +60,7 @@ def native_bf16(device: Union[str, torch.device]) -> bool:
     return bool(flags & {"avx512_bf16", "amx_bf16"})
 
 BF16_ENV = "TRANSFORMER_BF16"   # "0"/"off"/"false" or "1"/"on"/"true": what bf16="auto" means
+
 
 def resolve_bf16(setting: Union[bool, str], device: Union[str, torch.device]) -> bool:
     """Whether a run with `TrainConfig.bf16 = setting` trains under bf16 autocast on `device`.
@@ -81,6 +83,7 @@ def resolve_bf16(setting: Union[bool, str], device: Union[str, torch.device]) ->
         raise ValueError(f"environment variable {BF16_ENV}={env!r}: expected 1/on/true or "
                          f"0/off/false (or unset: native bf16 where the hardware has it)")
     return native_bf16(device)
+
 
 def train_flops(config: TransformerConfig, src_lens: Union[Sequence[int], Tensor],
                 tgt_lens: Union[Sequence[int], Tensor]) -> float:
@@ -105,6 +108,7 @@ def train_flops(config: TransformerConfig, src_lens: Union[Sequence[int], Tensor
     pairs, counts = torch.unique(torch.stack([S, T], 1), dim=0, return_counts=True)   # (P, 2), (P,)
     # length-sorted batches hold few distinct (S, T) pairs: chapter 9's formula once for each
     return float(sum(n * transformer_flops(config, s, t) for (s, t), n in zip(pairs.tolist(), counts.tolist())))
+
 
 def _world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():

@@ -21,12 +21,14 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._checks import check_id_range, check_token_ids
+from ..model import Transformer
 from .checkpoints import (_cpu_state, _Metrics, _Run, _save_checkpoint, _seed_everything,
                                                   average_state_dicts)
 from .config import TrainConfig
 from .datasets import TrainingData, _Pair
 from .evaluation import _eval_losses, corpus_bleu, translate, translation_scores
 from .hardware import _world, hardware_info, resolve_bf16, train_flops
+
 
 @dataclass
 class _Epoch:
@@ -35,16 +37,19 @@ class _Epoch:
     tokens: list[int]       # real (non-pad) source + target tokens of each batch
     flops: list[float]      # model FLOPs of each batch's training step (train_flops)
 
+
 def _pad_width(t: Tensor, multiple: int, pad_id: int, extra: int = 0) -> Tensor:
     """Right-pad `t (B, L)` so that `L - extra` is a multiple of `multiple`."""
     short = -(t.shape[1] - extra) % multiple
     return F.pad(t, (0, short), value=pad_id) if short else t
+
 
 def _check_batch(src: Tensor, tgt: Tensor, vocab_size: int, max_len: int) -> None:
     """A training batch's ids, checked on the host before the batch moves to the device (the
     model's own value checks are off during training: they would cost a device sync per step)."""
     for name, t in (("src", src), ("tgt", tgt)):
         check_id_range(name, check_token_ids(name, t, max_len + (name == "tgt")), vocab_size)
+
 
 def _prepare_epoch(data: TrainingData, epoch: int, run: _Run, pad_to: int) -> _Epoch:
     """This process's batches of `epoch`, checked, counted, padded and moved to the run's device."""
@@ -144,7 +149,7 @@ def _check_finite(loss: Tensor, gnorm: Tensor, st: dict[str, Any], lr: float,
         f"`warmup_steps` or `clip_grad_norm=1.0`.")
 
 # %% ../../chapters/11b_training.ipynb #68c0d622
-def _validate(model: nn.Module, data: TrainingData, cfg: TrainConfig, amp: bool) -> dict[str, Any]:
+def _validate(model: Transformer, data: TrainingData, cfg: TrainConfig, amp: bool) -> dict[str, Any]:
     """Validation loss, NLL and greedy BLEU (of `cfg.eval_bleu_sentences`, None: all)."""
     rec: dict[str, Any] = {}
     rec["val_loss"], rec["val_nll"] = _eval_losses(model, data.val_batches, data.pad_id,
@@ -156,7 +161,7 @@ def _validate(model: nn.Module, data: TrainingData, cfg: TrainConfig, amp: bool)
     return rec
 
 
-def _select(model: nn.Module, data: TrainingData, cfg: TrainConfig, amp: bool, final: dict[str, Any],
+def _select(model: Transformer, data: TrainingData, cfg: TrainConfig, amp: bool, final: dict[str, Any],
             snapshots: Sequence[tuple[int, dict[str, Tensor]]],
             best: Optional[tuple[int, float, dict[str, Tensor]]]) -> tuple[str, dict[str, Any]]:
     """Model selection on the validation set: the final weights, their average, or the best seen.
@@ -178,7 +183,7 @@ def _select(model: nn.Module, data: TrainingData, cfg: TrainConfig, amp: bool, f
     return chosen, candidates
 
 
-def _score_test(model: nn.Module, data: TrainingData, methods: Sequence[str]) -> dict[str, Any]:
+def _score_test(model: Transformer, data: TrainingData, methods: Sequence[str]) -> dict[str, Any]:
     """The test set, scored once (greedy and/or beam): BLEU, lowercased BLEU, chrF, samples."""
     t0 = time.perf_counter()
     srcs, refs = [s for s, _ in data.test_pairs], [r for _, r in data.test_pairs]

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
+
 def make_optimizer(model: nn.Module, betas: tuple[float, float] = (0.9, 0.98),
                    eps: float = 1e-9, fused: Optional[bool] = None) -> torch.optim.Adam:
     """Adam with the paper's hyper-parameters (§5.3) and a base learning rate of 1.0.
