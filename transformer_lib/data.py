@@ -5,10 +5,10 @@ byte-pair-encoding tokenizer, and token-budget batches of sentences of similar l
 
 # %% auto #0
 __all__ = ['MULTI30K_COMMIT', 'MULTI30K_BASE_URL', 'MULTI30K_SPLITS', 'MULTI30K_LANGS', 'MULTI30K_SIZES', 'MULTI30K_SHA256',
-           'DATA_DIR_ENV', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_TOKENS', 'DataNotFoundError',
-           'ChecksumError', 'default_cache_dir', 'multi30k_search_dirs', 'sha256_file', 'verify_checksum', 'fetch_url',
-           'multi30k_file', 'read_lines_gz', 'load_multi30k', 'SubwordTokenizer', 'filter_by_length', 'token_batches',
-           'Batch', 'pad_sequences', 'TokenBatches', 'number_pairs']
+           'DATA_DIR_ENV', 'DataNotFoundError', 'ChecksumError', 'default_cache_dir', 'multi30k_search_dirs',
+           'sha256_file', 'verify_checksum', 'fetch_url', 'multi30k_file', 'read_lines_gz', 'load_multi30k',
+           'filter_by_length', 'token_batches', 'Batch', 'pad_sequences', 'TokenBatches', 'number_pairs', 'PAD_ID',
+           'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_TOKENS', 'SubwordTokenizer']
 
 # %% ../chapters/11a_data.ipynb #884b66a7
 import gzip
@@ -21,9 +21,14 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
+
+# the tokenizer has its own module; `transformer_lib.data` still offers it and its special ids
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, SubwordTokenizer
+
+_all_ = ["PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "SPECIAL_TOKENS", "SubwordTokenizer"]
 
 MULTI30K_COMMIT = "a3d2e0d26b56f3846f66a952536ffed4e401d05a"
 MULTI30K_BASE_URL = ("https://raw.githubusercontent.com/multi30k/dataset/"
@@ -246,198 +251,6 @@ def load_multi30k(split: str, src_lang: str = "de", tgt_lang: str = "en",
         raise ValueError(f"{split}: {len(src)} {src_lang} lines but {len(tgt)} {tgt_lang} lines; "
                          f"the files must be aligned line by line")
     return list(zip(src, tgt))
-
-# %% ../chapters/11a_data.ipynb #36c411d4
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
-
-
-class SubwordTokenizer:
-    """A joint byte-pair-encoding (BPE) tokenizer for both languages, built on Hugging Face `tokenizers`.
-
-    Text is split at spaces (each space becomes a visible "▁" at the start of the next piece, as
-    in SentencePiece) and punctuation is split off; BPE then splits rare words into frequent
-    pieces. Because spaces are kept as "▁", `decode(encode(s)) == s` for every sentence whose
-    characters were all seen in training. Special tokens: `<pad>`=0, `<bos>`=1, `<eos>`=2,
-    `<unk>`=3. `tokenizers` is imported only when a tokenizer is trained or loaded.
-    """
-
-    def __init__(self, tokenizer) -> None:
-        """Wrap a `tokenizers.Tokenizer` whose first four ids are the special tokens.
-
-        Args:
-            tokenizer: a `tokenizers.Tokenizer` (use `train`, `load` or `from_str` to make one).
-        """
-        for i, tok in enumerate(SPECIAL_TOKENS):
-            if tokenizer.token_to_id(tok) != i:
-                raise ValueError(f"tokenizer: special token {tok} must have id {i}, "
-                                 f"has {tokenizer.token_to_id(tok)}")
-        self.tokenizer = tokenizer
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
-
-    @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int = 8000, *, lowercase: bool = False,
-              min_frequency: int = 2) -> "SubwordTokenizer":
-        """Learn a BPE vocabulary from `texts` (give both languages for a joint vocabulary).
-
-        Args:
-            texts: training sentences.
-            vocab_size: the size of the vocabulary, special tokens and single characters included.
-            lowercase: lowercase all text first (then decoding cannot restore the case).
-            min_frequency: a pair must occur at least this often to be merged.
-
-        Returns:
-            The trained tokenizer (training is deterministic for the same texts and settings).
-        """
-        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-        if not isinstance(vocab_size, int) or vocab_size <= len(SPECIAL_TOKENS):
-            raise ValueError(f"vocab_size: got {vocab_size!r}, expected an int > {len(SPECIAL_TOKENS)}")
-        tok = Tokenizer(models.BPE(unk_token="<unk>"))
-        if lowercase:
-            tok.normalizer = normalizers.Lowercase()
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
-            pre_tokenizers.Punctuation(behavior="isolated")])
-        tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                      special_tokens=list(SPECIAL_TOKENS), show_progress=False)
-        tok.train_from_iterator(list(texts), trainer)
-        return cls(tok)
-
-    @classmethod
-    def from_str(cls, json_str: str) -> "SubwordTokenizer":
-        """Rebuild a tokenizer from the JSON string of `to_str`.
-
-        Args:
-            json_str: the JSON text.
-
-        Returns:
-            The tokenizer.
-        """
-        from tokenizers import Tokenizer
-        return cls(Tokenizer.from_str(json_str))
-
-    def to_str(self) -> str:
-        """The tokenizer as a JSON string (the `tokenizers` format: vocabulary, merges, settings)."""
-        return self.tokenizer.to_str()
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Save the tokenizer as JSON (folders are created).
-
-        Args:
-            path: the .json file to write.
-
-        Returns:
-            The path written.
-        """
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_str(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "SubwordTokenizer":
-        """Load a tokenizer saved with `save`.
-
-        Args:
-            path: the .json file.
-
-        Returns:
-            The tokenizer.
-        """
-        return cls.from_str(Path(path).read_text(encoding="utf-8"))
-
-    @property
-    def vocab_size(self) -> int:
-        """The number of token ids, special tokens included."""
-        return self.tokenizer.get_vocab_size()
-
-    def __len__(self) -> int:
-        return self.vocab_size
-
-    def __repr__(self) -> str:
-        return f"SubwordTokenizer(vocab_size={self.vocab_size})"
-
-    def encode(self, text: str, *, bos: bool = False, eos: bool = False) -> list[int]:
-        """Token ids of one sentence.
-
-        Args:
-            text: the sentence.
-            bos: put `<bos>` first.
-            eos: put `<eos>` last.
-
-        Returns:
-            A list of ints.
-        """
-        if not isinstance(text, str):
-            raise TypeError(f"text: expected str, got {type(text).__name__}")
-        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
-        return [self.bos_id] * bos + ids + [self.eos_id] * eos
-
-    def encode_batch(self, texts: Sequence[str], *, bos: bool = False, eos: bool = False) -> list[list[int]]:
-        """`encode` for many sentences at once (in parallel, in Rust).
-
-        Args:
-            texts: the sentences.
-            bos: put `<bos>` first.
-            eos: put `<eos>` last.
-
-        Returns:
-            One list of ids per sentence.
-        """
-        texts = list(texts)
-        if not all(isinstance(t, str) for t in texts):
-            raise TypeError("texts: expected a sequence of str")
-        encs = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        return [[self.bos_id] * bos + e.ids + [self.eos_id] * eos for e in encs]
-
-    def tokens(self, text: str) -> list[str]:
-        """The subword strings of one sentence ("▁" marks a piece that follows a space)."""
-        return self.tokenizer.encode(text, add_special_tokens=False).tokens
-
-    def token_to_id(self, token: str) -> int | None:
-        """The id of a token string, or None if it is not in the vocabulary."""
-        return self.tokenizer.token_to_id(token)
-
-    def id_to_token(self, i: int) -> str | None:
-        """The token string of an id, or None if it is out of range."""
-        return self.tokenizer.id_to_token(i)
-
-    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        """Text of a sequence of ids: stops at the first `<eos>`, drops `<pad>` and `<bos>`, and
-        turns the "▁" markers back into spaces (detokenisation).
-
-        Args:
-            ids: token ids (a list or a 1-D tensor).
-
-        Returns:
-            The sentence.
-        """
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1:
-                raise ValueError(f"ids: expected a 1-D tensor, got shape {tuple(ids.shape)}")
-            ids = ids.tolist()
-        ids = list(ids)
-        if self.eos_id in ids:
-            ids = ids[:ids.index(self.eos_id)]
-        bad = [i for i in ids if not 0 <= i < self.vocab_size]
-        if bad:
-            raise ValueError(f"ids: {bad[:5]} outside the vocabulary [0, {self.vocab_size})")
-        ids = [i for i in ids if i not in (self.pad_id, self.bos_id)]
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
-
-    def decode_batch(self, batch: Sequence[Sequence[int]] | torch.Tensor) -> list[str]:
-        """`decode` for each row of a (B, L) tensor or each list in a list.
-
-        Args:
-            batch: token ids, one sequence per sentence.
-
-        Returns:
-            One sentence per row.
-        """
-        if isinstance(batch, torch.Tensor) and batch.dim() != 2:
-            raise ValueError(f"batch: expected a 2-D tensor (B, L), got shape {tuple(batch.shape)}")
-        return [self.decode(row) for row in batch]
 
 # %% ../chapters/11a_data.ipynb #7f9b373c
 def filter_by_length(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], max_len: int,
