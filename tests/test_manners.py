@@ -6,8 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lib import (MultiHeadAttention, Transformer, TransformerConfig, beam_search, causal_mask,
-                             greedy_decode, padding_mask, sample, transformer_parameter_count)
+from transformer_lib import (Decoder, DecoderLayer, DecoderOnlyTransformer, Encoder, EncoderLayer,
+                             EncoderOnlyTransformer, MultiHeadAttention, PositionwiseFeedForward, Transformer,
+                             TransformerConfig, beam_search, causal_mask, greedy_decode, padding_mask, sample,
+                             transformer_parameter_count)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:torch.nn.modules.transformer")
 BOS, EOS = 1, 2
@@ -410,3 +412,30 @@ def test_build_outputs_ignored_by_git(tmp_path):
     for path in ("build/lib/x.py", "transformer_lib.egg-info/PKG-INFO", "dist/x.whl"):
         proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
         assert proc.returncode == 0, f"{path} is not ignored by .gitignore"
+
+
+_BUILDERS = {
+    "PositionwiseFeedForward": lambda **kw: PositionwiseFeedForward(8, 16, **kw),
+    "EncoderLayer": lambda **kw: EncoderLayer(8, 2, 16, **kw),
+    "Encoder": lambda **kw: Encoder(8, 2, 16, 2, final_norm=True, **kw),
+    "DecoderLayer": lambda **kw: DecoderLayer(8, 2, 16, **kw),
+    "Decoder": lambda **kw: Decoder(8, 2, 16, 2, final_norm=True, **kw),
+    "MultiHeadAttention": lambda **kw: MultiHeadAttention(8, 2, **kw),
+    "Transformer": lambda **kw: Transformer(TransformerConfig(30, 30, d_model=8, n_heads=2, n_encoder_layers=1,
+                                                              n_decoder_layers=1, d_ff=16, max_len=16), **kw),
+    "EncoderOnlyTransformer": lambda **kw: EncoderOnlyTransformer(30, 8, 2, 1, 16, max_len=16, **kw),
+    "DecoderOnlyTransformer": lambda **kw: DecoderOnlyTransformer(30, 8, 2, 1, 16, max_len=16, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BUILDERS))
+def test_every_module_takes_device_and_dtype(name):
+    """As PyTorch's own modules do: parameters and buffers made where and as asked, and a
+    dtype that is not floating-point refused with the argument's name."""
+    module = _BUILDERS[name](device="meta", dtype=torch.float64)
+    tensors = list(module.parameters()) + list(module.buffers())
+    assert tensors and {(t.device.type, t.dtype) for t in tensors} == {("meta", torch.float64)}
+    plain = _BUILDERS[name]()
+    assert {t.dtype for t in plain.parameters()} == {torch.float32}
+    with pytest.raises(TypeError, match=r"`dtype` must be a floating-point torch.dtype, got torch.int64"):
+        _BUILDERS[name](dtype=torch.long)

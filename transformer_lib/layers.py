@@ -7,12 +7,13 @@ connections, LayerNorm (post-LN as in the paper, or pre-LN), the encoder layer a
 __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'Encoder']
 
 # %% ../chapters/06_encoder.ipynb #a743b74a
-from typing import Optional
+from typing import Optional, Union
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_dropout, check_positive
+from ._checks import check_dropout, check_positive, factory_kwargs
 from .multihead import MultiHeadAttention
 
 # %% ../chapters/06_encoder.ipynb #fb871964
@@ -27,14 +28,18 @@ class PositionwiseFeedForward(nn.Module):
         d_model: input and output width.
         d_ff: hidden width (2048 in the base model, 4 x d_model).
         dropout: dropout probability on the hidden activations.
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1) -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1, *,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         check_positive("d_model", d_model)
         check_positive("d_ff", d_ff)
-        self.linear1 = nn.Linear(d_model, d_ff)     # W_1, b_1
-        self.linear2 = nn.Linear(d_ff, d_model)     # W_2, b_2
+        factory = factory_kwargs(device, dtype)
+        self.linear1 = nn.Linear(d_model, d_ff, **factory)     # W_1, b_1
+        self.linear2 = nn.Linear(d_ff, d_model, **factory)     # W_2, b_2
         self.dropout = nn.Dropout(check_dropout(dropout))
 
     def forward(self, x: Tensor) -> Tensor:
@@ -59,16 +64,19 @@ class EncoderLayer(nn.Module):
         dropout: dropout probability on the sub-layer outputs, the attention weights and the
             feed-forward hidden activations.
         norm_first: `False` for post-LN (the paper), `True` for pre-LN.
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False) -> None:
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         dropout = check_dropout(dropout)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        factory = factory_kwargs(device, dtype)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, **factory)
+        self.norm1 = nn.LayerNorm(d_model, **factory)
+        self.norm2 = nn.LayerNorm(d_model, **factory)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.norm_first = bool(norm_first)
@@ -107,16 +115,20 @@ class Encoder(nn.Module):
         d_model, n_heads, d_ff, dropout, norm_first: as in `EncoderLayer`.
         n_layers: number of layers `N` (6 in the paper).
         final_norm: add a LayerNorm after the last layer; default `norm_first`.
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, final_norm: Optional[bool] = None) -> None:
+                 norm_first: bool = False, final_norm: Optional[bool] = None, *,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         check_positive("n_layers", n_layers)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
+        factory = factory_kwargs(device, dtype)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, **factory)
                                     for _ in range(n_layers))
         final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model) if final_norm else None
+        self.norm = nn.LayerNorm(d_model, **factory) if final_norm else None
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """Run the stack.

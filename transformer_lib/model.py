@@ -18,7 +18,8 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
-from ._checks import check_dropout, check_id_range, check_positive, check_token_ids
+from ._checks import (check_dropout, check_dtype, check_id_range, check_positive, check_token_ids,
+                                     factory_kwargs)
 from .layers import Encoder, EncoderLayer, PositionwiseFeedForward
 from .masks import padding_mask, target_mask
 from .multihead import MultiHeadAttention, load_torch_mha_weights
@@ -40,16 +41,19 @@ class DecoderLayer(nn.Module):
         d_ff: hidden width of the feed-forward network.
         dropout: dropout probability (sub-layer outputs, attention weights, FFN hidden).
         norm_first: `False` for post-LN, `True` for pre-LN.
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False) -> None:
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         dropout = check_dropout(dropout)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
+        factory = factory_kwargs(device, dtype)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, **factory)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model, **factory) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
         self.norm_first = bool(norm_first)
 
@@ -91,16 +95,20 @@ class Decoder(nn.Module):
         d_model, n_heads, d_ff, dropout, norm_first: as in `DecoderLayer`.
         n_layers: number of layers `N` (6 in the paper).
         final_norm: add a LayerNorm after the last layer; default `norm_first` (see `Encoder`).
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, final_norm: Optional[bool] = None) -> None:
+                 norm_first: bool = False, final_norm: Optional[bool] = None, *,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         check_positive("n_layers", n_layers)
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
+        factory = factory_kwargs(device, dtype)
+        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, **factory)
                                     for _ in range(n_layers))
         final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model) if final_norm else None
+        self.norm = nn.LayerNorm(d_model, **factory) if final_norm else None
 
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Optional[Tensor] = None,
                 memory_mask: Optional[Tensor] = None) -> Tensor:
@@ -236,8 +244,7 @@ class Transformer(nn.Module):
         super().__init__()
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"`config` must be a TransformerConfig, got {type(config).__name__}")
-        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-            raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {dtype!r}")
+        dtype = check_dtype(dtype)
         self.validate_args = bool(validate_args)
         c = self.config = config
         with torch.device(device) if device is not None else contextlib.nullcontext():

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_dropout, check_positive, check_tensor
+from ._checks import check_dropout, check_positive, check_tensor, factory_kwargs
 from .attention import attention, check_mask
 
 
@@ -60,7 +60,7 @@ class MultiHeadAttention(nn.Module):
                              f"gets d_k = d_model / n_heads features; try n_heads in "
                              f"{[h for h in range(1, min(d_model, 16) + 1) if d_model % h == 0]}")
         dropout = check_dropout(dropout)
-        factory = {"device": device, "dtype": dtype}
+        factory = factory_kwargs(device, dtype)
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.dropout = float(dropout)
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias, **factory)   # rows: [W_Q; W_K; W_V]

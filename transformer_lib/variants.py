@@ -8,14 +8,16 @@ __all__ = ['EncoderOnlyTransformer', 'DecoderOnlyTransformer', 'mask_tokens_for_
 
 # %% ../chapters/13_beyond.ipynb #646146e7
 import math
-from typing import Optional, Sequence
+import contextlib
+from typing import Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
 from .decoding import _check_optional_token_id, _check_token_id, sample_logits
-from ._checks import check_dropout, check_id_range, check_positive, check_token_ids, check_tokens
+from ._checks import (check_dropout, check_dtype, check_id_range, check_positive, check_token_ids,
+                                     check_tokens)
 from .layers import Encoder
 from .masks import causal_mask, padding_mask, target_mask
 from .positional import PositionalEncoding
@@ -25,7 +27,8 @@ class _TiedEncoderStack(nn.Module):
     """Token embedding x sqrt(d_model) + positional encoding -> `Encoder` stack -> tied output layer."""
 
     def __init__(self, vocab_size: int, d_model: int, n_heads: int, n_layers: int, d_ff: int,
-                 dropout: float, max_len: int, norm_first: bool) -> None:
+                 dropout: float, max_len: int, norm_first: bool,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_heads", n_heads),
                             ("n_layers", n_layers), ("d_ff", d_ff), ("max_len", max_len)):
@@ -38,10 +41,12 @@ class _TiedEncoderStack(nn.Module):
         if not isinstance(norm_first, bool):
             raise TypeError(f"`norm_first` must be a bool, got {norm_first!r}")
         self.vocab_size, self.d_model, self.n_heads, self.max_len = vocab_size, d_model, n_heads, max_len
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.positional = PositionalEncoding(d_model, max_len, check_dropout(dropout))
-        self.encoder = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first)
-        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        dtype = check_dtype(dtype)
+        with torch.device(device) if device is not None else contextlib.nullcontext():
+            self.embed = nn.Embedding(vocab_size, d_model)
+            self.positional = PositionalEncoding(d_model, max_len, check_dropout(dropout))
+            self.encoder = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first)
+            self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.embed_scale = math.sqrt(d_model)
         # The initialisation of `Transformer`: Xavier on the stack's matrices, N(0, 1/d_model) for
         # the embedding, so that embedding * sqrt(d_model) has unit variance.
@@ -50,6 +55,8 @@ class _TiedEncoderStack(nn.Module):
                 nn.init.xavier_uniform_(p)
         nn.init.normal_(self.embed.weight, std=d_model ** -0.5)
         self.lm_head.weight = self.embed.weight            # tied: one (V, d_model) matrix, used twice
+        if dtype is not None:
+            self.to(dtype)
 
     def _check_mask(self, mask: Tensor, B: int, L: int) -> Tensor:
         return check_mask(mask, (B, self.n_heads, L, L), "mask")
@@ -80,12 +87,15 @@ class EncoderOnlyTransformer(_TiedEncoderStack):
         max_len: longest sequence accepted.
         pad_id: the padding token id; padded keys are masked out by default.
         norm_first: `False` = post-LN (the paper, BERT), `True` = pre-LN (adds a final LayerNorm).
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 256, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int = 1024, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
-                 norm_first: bool = False) -> None:
-        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first)
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first,
+                         device=device, dtype=dtype)
         self.pad_id = _check_token_id("pad_id", pad_id, vocab_size, vocab_name="the vocabulary")
 
     def encode(self, tokens: Tensor, mask: Optional[Tensor] = None) -> Tensor:
@@ -140,12 +150,15 @@ class DecoderOnlyTransformer(_TiedEncoderStack):
             the last `max_len` tokens.
         pad_id: optional padding id; when given, padded keys are masked out as well.
         norm_first: `False` = post-LN (the paper), `True` = pre-LN (GPT-2; adds a final LayerNorm).
+        device, dtype: where the parameters are created and their floating-point type (None:
+            PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 256, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int = 1024, dropout: float = 0.1, max_len: int = 512, pad_id: Optional[int] = None,
-                 norm_first: bool = False) -> None:
-        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first)
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first,
+                         device=device, dtype=dtype)
         self.pad_id = _check_optional_token_id("pad_id", pad_id, vocab_size, vocab_name="the vocabulary")
 
     def forward(self, tokens: Tensor, mask: Optional[Tensor] = None) -> Tensor:
