@@ -7,13 +7,13 @@ connections, LayerNorm (post-LN as in the paper, or pre-LN), the encoder layer a
 __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'Encoder']
 
 # %% ../chapters/06_encoder.ipynb #a743b74a
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_dropout, check_positive, factory_kwargs
+from ._checks import FactoryKwargs, check_dropout, check_positive, factory_kwargs
 from .multihead import MultiHeadAttention
 
 # %% ../chapters/06_encoder.ipynb #fb871964
@@ -48,6 +48,12 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(self.dropout(hidden))         # (..., d_model)
 
 # %% ../chapters/06_encoder.ipynb #589e3cc2
+def _layer_args(dropout: object, device: Optional[Union[str, torch.device]],
+                dtype: object) -> tuple[float, FactoryKwargs]:
+    """A layer's `dropout` and its `device=`/`dtype=` for the modules it builds, checked."""
+    return check_dropout(dropout), factory_kwargs(device, dtype)
+
+
 class EncoderLayer(nn.Module):
     """One encoder layer: multi-head self-attention, then the feed-forward network (§3.1).
 
@@ -69,10 +75,10 @@ class EncoderLayer(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None,
+                 dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
-        dropout = check_dropout(dropout)
-        factory = factory_kwargs(device, dtype)
+        dropout, factory = _layer_args(dropout, device, dtype)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, **factory)
         self.norm1 = nn.LayerNorm(d_model, **factory)
@@ -102,7 +108,24 @@ class EncoderLayer(nn.Module):
         return x                                                       # (B, L, d_model)
 
 # %% ../chapters/06_encoder.ipynb #f50ce685
-class Encoder(nn.Module):
+class _LayerStack(nn.Module):
+    """`n_layers` instances of `layer_class`, each with its own weights, then an optional final
+    LayerNorm: what `Encoder` and `Decoder` share."""
+    layer_class: Callable[..., nn.Module]
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
+                 norm_first: bool = False, final_norm: Optional[bool] = None, *,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__()
+        check_positive("n_layers", n_layers)
+        factory = factory_kwargs(device, dtype)
+        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, dropout, norm_first, **factory)
+                                    for _ in range(n_layers))
+        final_norm = norm_first if final_norm is None else final_norm
+        self.norm = nn.LayerNorm(d_model, **factory) if final_norm else None
+
+
+class Encoder(_LayerStack):
     """A stack of `n_layers` identical `EncoderLayer`s (each with its own weights), optionally
     followed by a final LayerNorm.
 
@@ -119,16 +142,7 @@ class Encoder(nn.Module):
             PyTorch's defaults), as for PyTorch's own modules.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, final_norm: Optional[bool] = None, *,
-                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
-        super().__init__()
-        check_positive("n_layers", n_layers)
-        factory = factory_kwargs(device, dtype)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, **factory)
-                                    for _ in range(n_layers))
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, **factory) if final_norm else None
+    layer_class = EncoderLayer
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """Run the stack.

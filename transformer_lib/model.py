@@ -18,9 +18,8 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_mask
-from ._checks import (check_dropout, check_dtype, check_id_range, check_positive, check_token_ids,
-                                     factory_kwargs)
-from .layers import Encoder, EncoderLayer, PositionwiseFeedForward
+from ._checks import check_dropout, check_dtype, check_id_range, check_positive, check_token_ids
+from .layers import Encoder, EncoderLayer, PositionwiseFeedForward, _layer_args, _LayerStack
 from .masks import padding_mask, target_mask
 from .multihead import MultiHeadAttention, load_torch_mha_weights
 from .positional import PositionalEncoding
@@ -36,22 +35,18 @@ class DecoderLayer(nn.Module):
     `cross_attn`).
 
     Args:
-        d_model: model width.
-        n_heads: attention heads; must divide `d_model`.
-        d_ff: hidden width of the feed-forward network.
-        dropout: dropout probability (sub-layer outputs, attention weights, FFN hidden).
-        norm_first: `False` for post-LN, `True` for pre-LN.
-        device, dtype: where the parameters are created and their floating-point type (None:
-            PyTorch's defaults), as for PyTorch's own modules.
+        d_model, n_heads, d_ff, dropout, norm_first, device, dtype: as in `EncoderLayer`
+            (`dropout` acts on the sub-layer outputs, the attention weights and the FFN hidden
+            activations; `norm_first=False` is post-LN, the paper's).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None,
+                 dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
-        dropout = check_dropout(dropout)
-        factory = factory_kwargs(device, dtype)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+        dropout, factory = _layer_args(dropout, device, dtype)
+        self.self_attn, self.cross_attn = (MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+                                           for _ in range(2))
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, **factory)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model, **factory) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
@@ -88,7 +83,7 @@ class DecoderLayer(nn.Module):
         return x                                                      # (B, T, d_model)
 
 # %% ../chapters/07_decoder_cross_attention.ipynb #77a83c86
-class Decoder(nn.Module):
+class Decoder(_LayerStack):
     """A stack of `n_layers` `DecoderLayer`s, all reading the same `memory`, with an optional final LayerNorm.
 
     Args:
@@ -99,16 +94,7 @@ class Decoder(nn.Module):
             PyTorch's defaults), as for PyTorch's own modules.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, final_norm: Optional[bool] = None, *,
-                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
-        super().__init__()
-        check_positive("n_layers", n_layers)
-        factory = factory_kwargs(device, dtype)
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, **factory)
-                                    for _ in range(n_layers))
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, **factory) if final_norm else None
+    layer_class = DecoderLayer
 
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Optional[Tensor] = None,
                 memory_mask: Optional[Tensor] = None) -> Tensor:

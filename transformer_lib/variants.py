@@ -93,7 +93,8 @@ class EncoderOnlyTransformer(_TiedEncoderStack):
 
     def __init__(self, vocab_size: int, d_model: int = 256, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int = 1024, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
-                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None,
+                 dtype: Optional[torch.dtype] = None) -> None:
         super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first,
                          device=device, dtype=dtype)
         self.pad_id = _check_token_id("pad_id", pad_id, vocab_size, vocab_name="the vocabulary")
@@ -156,7 +157,8 @@ class DecoderOnlyTransformer(_TiedEncoderStack):
 
     def __init__(self, vocab_size: int, d_model: int = 256, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int = 1024, dropout: float = 0.1, max_len: int = 512, pad_id: Optional[int] = None,
-                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None,
+                 dtype: Optional[torch.dtype] = None) -> None:
         super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len, norm_first,
                          device=device, dtype=dtype)
         self.pad_id = _check_optional_token_id("pad_id", pad_id, vocab_size, vocab_name="the vocabulary")
