@@ -62,6 +62,17 @@ def test_no_script_from_a_cdn(built_book):
     assert (built_book / "vendor" / "html-manager" / "dist" / "embed-amd.js").exists()
 
 
+@pytest.mark.book
+def test_no_page_declares_a_script_twice(built_book):
+    """A classic script loaded twice re-declares its `const`s: a SyntaxError in the console."""
+    for page in built_book.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        inline = re.findall(r"<script>(.*?)</script>", text, re.S)
+        srcs = re.findall(r'<script[^>]*\ssrc="([^"]+)"', text)
+        doubles = {s for s in inline + srcs if (inline + srcs).count(s) > 1}
+        assert not doubles, f"{page.relative_to(built_book)} loads a script twice: {sorted(doubles)[:2]}"
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):
