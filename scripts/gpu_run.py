@@ -1,15 +1,15 @@
 """The GPU run of chapter 11b: the paper's base model on Multi30k, made to succeed the first time.
 
-    python scripts/gpu_run.py --out OUT [--epochs 40] [--budget 420] [--smoke] [--data multi30k|toy]
+    python scripts/gpu_run.py --out OUT [--epochs 50] [--budget 420] [--smoke] [--data multi30k|toy]
 
 1. **Preflight** (seconds): the packages the run needs import (sacrebleu, tokenizers, tqdm,
    matplotlib), the Multi30k files are present, CUDA is visible (unless --smoke), and a
    20-step dry run of the real configuration trains: it also measures the seconds per step.
 2. **Compile probe** (CUDA, optional): 20 steps under `torch.compile`; used only if they are
    faster than eager ones and the compilation fits in a tenth of the budget.
-3. **Training stops by epochs** (`--epochs`, default 40: Multi30k is small and more epochs
+3. **Training stops by epochs** (`--epochs`, default 50: Multi30k is small and more epochs
    only over-fit), with `--budget` seconds as a safety net; validation BLEU (all 1,014
-   sentences) every 4 epochs, a snapshot every epoch, and at the end the final, best and
+   sentences) every 5 epochs, a snapshot every epoch, and at the end the final, best and
    averaged (last 5 snapshots) weights compete on validation BLEU. The test set is scored once.
 4. Results, small files only, into OUT (the checkpoints stay in --run-dir):
 

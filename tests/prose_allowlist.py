@@ -58,7 +58,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "5000": "the example position of the float32 precision argument; max_len default (input)",
         "100": "the number of positions the heatmap and the explorer show (input)",
         "6.28": "2 pi, the shortest wavelength (the paper's own statement, §3.5)",
-        "2018": "the year pretrained word tables stopped being the default (BERT, GPT): a date",
         "40": "the explorer dimension suggested to the reader (input)",
     },
     "04b_relative_positions": {
@@ -152,7 +151,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "16": "the vocabulary size 16k compared (input)",
         "8,000": "the vocabulary size chosen, 8000 joint tokens (the chapter's decision)",
         "8000": "the vocabulary size chosen, in the formula 8000 x 512",
-        "13,015": "the count reported by the project's data notes (shared/data/README.md)",
         "14": "the alternative length limit of 14 tokens (input)",
         "40": "the illustrative 40-token sentence of the padding example (input)",
         "35": "40 - 5 = 35 padded positions of that example (arithmetic)",
@@ -161,6 +159,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "100": "the pool of 100 batches an exercise asks for (input)",
     },
     "11b_training": {
+        "0.7": "the GPU script's lr_scale (its input, scripts/gpu_run.py)",
         "0.9": "the paper's Adam beta_1 = 0.9 (§5.3); 90% = 1 - epsilon_ls on the true token",
         "90": "1 - epsilon_ls = 90% of the smoothed target on the true token (formula)",
         "0.98": "the paper's Adam beta_2 = 0.98 (§5.3)",
@@ -206,7 +205,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "75": "the 75th percentile, one of the quantiles the rule shows (input)",
         "95": "the 95th percentile, one of the quantiles the rule shows (input)",
         "100": "batches of 100 sentences; the first 1, 10 and 100 sentences timed (inputs)",
-        "2,000": "the extra training steps an exercise asks for (input)",
+        "4,000": "the training steps an exercise asks for (input)",
     },
     "12b_in_the_browser": {
         "0.6": "the paper's length penalty alpha = 0.6 (§6.1), used by the page's beam search",

@@ -259,7 +259,7 @@ def filter_by_length(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], max_l
 
     Args:
         pairs: (source ids, target ids) per example, without `<bos>`/`<eos>`.
-        max_len: the longest side allowed (e.g. 12 for the CPU preset).
+        max_len: the longest side allowed (the presets' guard is 64; 12 keeps a short subset).
         min_len: the shortest side allowed.
 
     Returns:

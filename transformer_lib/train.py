@@ -131,8 +131,8 @@ def cli(argv: Optional[Sequence[str]] = None) -> int:
         print(f"python -m transformer_lib.train: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("python -m transformer_lib.train: interrupted (the last checkpoint is kept; --resume continues)",
-              file=sys.stderr)
+        print("python -m transformer_lib.train: interrupted; --resume continues from the last checkpoint.pt "
+              "(written every `checkpoint_every` steps, if set, and at the end)", file=sys.stderr)
         return 130
     return 0
 
