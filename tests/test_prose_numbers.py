@@ -88,3 +88,22 @@ def test_the_check_catches_a_typed_number():
     assert prose_numbers("a 37k vocabulary and 65M parameters") == ["37", "65"]
     assert prose_numbers("$\\sqrt{d_k} = 8$ for $d_k = 64$") == ["8", "64"]
     assert prose_numbers("$4 \\cdot 262{,}144 = 4{,}194{,}304$") == ["4", "262,144", "4,194,304"]
+
+
+_NUMBER_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty)"
+DURATION_IN_WORDS = re.compile(rf"\b{_NUMBER_WORD}[- ](?:minutes?|seconds?|hours?|milliseconds?)\b", re.I)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_no_duration_typed_in_words(path):
+    """"About five minutes" is a measurement typed by hand: glue the measured time instead."""
+    nb = nbformat.read(path, as_version=4)
+    bad = [f"cell {i}: {m.group(0)!r}" for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+           for m in DURATION_IN_WORDS.finditer(c.source)]
+    assert not bad, f"{path.name}: durations typed in words (glue the measured time): {bad}"
+
+
+def test_duration_pattern():
+    assert DURATION_IN_WORDS.search("in about five minutes of training")
+    assert DURATION_IN_WORDS.search("the recorded twenty-minute run")
+    assert not DURATION_IN_WORDS.search("in a few seconds")
