@@ -14,7 +14,7 @@ from conftest import ROOT
 
 HISTORY = re.compile("|".join([
     r"\bseed\s+notes?\b", r"\bthe seed's\b", r"\bthe seed\s+(?:also|says|quotes|notes)\b",
-    r"\bsource notes\b", r"\bthe notes\s+(?:say|says|write|call|also)\b", r"\bnotes this book\b",
+    r"\bsource notes\b", r"\b(?:the|our)\s+study\s+notes\b", r"\bthe notes\s+(?:say|says|write|call|also)\b", r"\bnotes this book\b",
     r"\bthe book started from\b", r"\bthis book grew from\b",
     r"\b(?:earlier|first|previous)\s+version\s+of\s+this\s+(?:chapter|book)\b",
     r"\bwhen this chapter was written\b",
@@ -41,7 +41,7 @@ def test_no_sentence_about_how_the_book_was_written(where, text):
 
 def test_the_pattern_catches_what_it_must():
     for bad in ("One of the seed notes says", "as our source notes put it", "an earlier version of this chapter",
-                "a GPU that the sessions writing this book did not have", "the notes say attention weights"):
+                "a GPU that the sessions writing this book did not have", "the notes say attention weights", "One of the study notes remarks"):
         assert HISTORY.search(bad), bad
     for fine in ("seeded at the top of every chapter", "a fixed seed", "one onnxruntime session per file",
                  "a common misconception calls it"):
