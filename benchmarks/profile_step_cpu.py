@@ -1,0 +1,113 @@
+"""Where a CPU training step spends its time: torch.profiler on the `cpu` and `cpu-full` shapes.
+
+    python benchmarks/profile_step_cpu.py [--steps 5] [--presets cpu cpu-full]
+
+For each preset: its model (`TrainConfig.from_preset(name).model`, the 8,000-token vocabulary
+of chapter 11a), a batch of the shape a median Multi30k batch of the preset has (the token
+budget `max_tokens` split into sentences of 12 source and 12 target pieces; ids random, which
+does not change the arithmetic), the preset's thread count and bf16 setting (`bf16="auto"`:
+native bf16 only), and the step `run_training` takes: forward under autocast, label-smoothed
+cross-entropy in float32, backward, Adam. Two warm-up steps, then `--steps` profiled ones.
+
+Writes benchmarks/results/profile_step_cpu.json: per preset, the step's milliseconds and
+tokens/s under the profiler, the phase shares (forward and loss, backward, Adam update) and the
+operator shares of the operators' self time, grouped: matrix products (`mm`, `bmm`, `addmm`,
+`baddbmm`), dropout masks (`bernoulli_`), dtype copies (`copy_`), the output softmax and its
+gradient (`_log_softmax`, `_log_softmax_backward_data`), the rest; and the ten largest
+operators. This is the measurement that speeding up the step (issue: twice the training speed)
+starts from; it is a profile, not a timing test, so the figures are one machine's.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile, record_function
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import machine, write_result  # noqa: E402
+from transformer_lib import TrainConfig, Transformer, make_optimizer, resolve_bf16  # noqa: E402
+
+VOCAB, SRC_LEN, TGT_LEN = 8000, 12, 12
+GROUPS = {
+    "matrix products": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"),
+    "dropout masks (bernoulli_)": ("aten::bernoulli_",),
+    "dtype copies (copy_)": ("aten::copy_",),
+    "output log-softmax and its gradient": ("aten::_log_softmax", "aten::_log_softmax_backward_data"),
+}
+
+
+def profile_preset(name: str, steps: int) -> dict:
+    cfg = TrainConfig.from_preset(name)
+    torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
+    torch.manual_seed(0)
+    model = Transformer(cfg.model_config(VOCAB, 0)).train()
+    model.validate_args = False
+    opt = make_optimizer(model)
+    batch = cfg.max_tokens // (SRC_LEN + TGT_LEN + 1)              # sentences that fill the budget
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, VOCAB, (batch, SRC_LEN), generator=g)                   # (B, S)
+    tgt = torch.randint(4, VOCAB, (batch, TGT_LEN + 1), generator=g)               # (B, T+1)
+    amp = resolve_bf16(cfg.bf16, "cpu")
+
+    def step() -> None:
+        with record_function("forward and loss"):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+                logits = model(src, tgt[:, :-1])                                   # (B, T, V)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
+                                   ignore_index=0, label_smoothing=cfg.label_smoothing)
+        with record_function("backward"):
+            loss.backward()
+        with record_function("Adam update"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    for _ in range(2):
+        step()
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    seconds = (time.perf_counter() - t0) / steps
+    events = prof.key_averages()
+    phases = {e.key: e.cpu_time_total for e in events if e.key in ("forward and loss", "backward", "Adam update")}
+    ops = [e for e in events if e.key.startswith("aten::")]
+    total = sum(e.self_cpu_time_total for e in ops)
+    shares = {k: sum(e.self_cpu_time_total for e in ops if e.key in names) / total for k, names in GROUPS.items()}
+    shares["everything else"] = 1 - sum(shares.values())
+    top = sorted(ops, key=lambda e: -e.self_cpu_time_total)[:10]
+    return {
+        "model": {"d_model": cfg.model.d_model, "layers": f"{cfg.model.n_encoder_layers}+{cfg.model.n_decoder_layers}",
+                  "d_ff": cfg.model.d_ff, "vocab": VOCAB},
+        "batch": {"sentences": batch, "src_len": SRC_LEN, "tgt_len": TGT_LEN},
+        "bf16_autocast": amp, "threads": torch.get_num_threads(),
+        "ms_per_step_profiled": seconds * 1e3,
+        "tokens_per_s_profiled": batch * (SRC_LEN + TGT_LEN) / seconds,
+        "phase_shares": {k: v / sum(phases.values()) for k, v in phases.items()},
+        "operator_shares": shares,
+        "top_operators": [{"name": e.key, "share": e.self_cpu_time_total / total, "calls": e.count // steps}
+                          for e in top],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--presets", nargs="+", default=["cpu", "cpu-full"])
+    args = ap.parse_args()
+    result = {"machine": machine(), "steps_profiled": args.steps, "presets": {}}
+    for name in args.presets:
+        r = result["presets"][name] = profile_preset(name, args.steps)
+        print(f"{name}: {r['ms_per_step_profiled']:.0f} ms/step under the profiler, bf16 {r['bf16_autocast']}, "
+              f"{r['threads']} threads, batch {r['batch']['sentences']} x ({SRC_LEN} + {TGT_LEN})")
+        for k, v in r["phase_shares"].items():
+            print(f"  {k:>38}: {v:5.1%} of the step")
+        for k, v in r["operator_shares"].items():
+            print(f"  {k:>38}: {v:5.1%} of the operators' time")
+    write_result("profile_step_cpu", result)
+
+
+if __name__ == "__main__":
+    main()
