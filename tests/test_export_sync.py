@@ -1,12 +1,12 @@
 """The package is exactly what the chapters export: re-export into a copy and compare."""
 import json
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import ROOT
+from transformer_book_export import _DIRECTIVE  # the export processor's own reading of a directive
 
 
 def _tree(path: Path) -> dict[str, bytes]:
@@ -34,7 +34,7 @@ def _export_directives() -> list[tuple[str, str, str]]:
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
         for cell in (c for c in cells if c["cell_type"] == "code"):
             for line in "".join(cell["source"]).splitlines():
-                m = re.match(r"^\s*#\|\s*(default_exp|export|exporti|exports)\s+([\w.]+)\s*$", line)
+                m = _DIRECTIVE.match(line)
                 if m:
                     found.append((nb.name, "default_exp" if m.group(1) == "default_exp" else "export", m.group(2)))
     return found

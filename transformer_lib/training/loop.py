@@ -22,8 +22,8 @@ from torch import Tensor
 
 from .._checks import check_id_range, check_token_ids
 from ..model import Transformer
-from .checkpoints import (_cpu_state, _Metrics, _Run, _save_checkpoint, _seed_everything,
-                                                  average_state_dicts)
+from .checkpoints import (
+    _cpu_state, _Metrics, _Run, _save_checkpoint, _seed_everything, average_state_dicts)
 from .config import TrainConfig
 from .datasets import TrainingData, _Pair
 from .evaluation import _eval_losses, corpus_bleu, translate, translation_scores
