@@ -64,7 +64,7 @@ def fold(cell) -> None:
 
 
 @dataclass
-class Path_:
+class ReadingPath:
     """What a reader of one chapter meets: code-line counts by kind, and the longest cell shown."""
     shown: int = 0
     folded: int = 0
@@ -86,8 +86,8 @@ def sections(nb) -> list[str]:
     return out
 
 
-def reading_path(nb) -> Path_:
-    p = Path_()
+def reading_path(nb) -> ReadingPath:
+    p = ReadingPath()
     for i, (cell, head) in enumerate(zip(nb.cells, sections(nb))):
         if cell.cell_type != "code" or is_removed(cell):
             continue

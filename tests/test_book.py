@@ -326,3 +326,52 @@ def test_screenshots_to_look_at(browser, figcheck, name):
     with Image.open(shot) as im:
         band = im.convert("L").crop((300, 0, 1000, min(im.height, 4000)))   # the text column
         assert ImageStat.Stat(band).stddev[0] > 20, f"{name}: the screenshot looks blank"
+
+
+# ---- folded code: exported and drawing cells are closed until the reader opens them ------------
+def _folded_cells(nb: Path) -> int:
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    return sum(c["cell_type"] == "code" and "hide-input" in c["metadata"].get("tags", []) for c in cells)
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[nb.stem for nb in CHAPTERS])
+def test_folded_cells_are_closed_toggles_in_the_page(built_book, nb):
+    """Every `hide-input` cell of the notebook is a closed <details> on its page (MyST-NB's toggle)."""
+    html = (built_book / "chapters" / f"{nb.stem}.html").read_text(encoding="utf-8")
+    toggles = re.findall(r'<div class="cell tag_hide-input[^"]*"[^>]*>\s*<details class="hide above-input"( open)?', html)
+    assert len(toggles) == _folded_cells(nb), f"{nb.stem}: {len(toggles)} toggles, {_folded_cells(nb)} folded cells"
+    assert not any(toggles), f"{nb.stem}: a folded cell is rendered open"
+
+
+@pytest.mark.browser
+def test_folded_code_is_hidden_until_clicked(built_book):
+    """In Chromium: chapter 7's folded decoder layer is invisible, one click shows it, another hides it."""
+    from conftest import chromium_path, skip_or_fail
+    if chromium_path() is None:
+        skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_book)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/chapters/07_decoder_cross_attention.html")
+            cell = page.locator("div.cell.tag_hide-input", has_text="class DecoderLayer").first
+            code = cell.locator("div.cell_input")
+            assert cell.count() == 1 and not code.is_visible(), "the exported DecoderLayer is not folded"
+            cell.locator("summary").click()
+            code.wait_for(state="visible", timeout=10_000)
+            assert "class DecoderLayer" in code.inner_text()
+            cell.locator("summary").click()
+            code.wait_for(state="hidden", timeout=10_000)
+            browser.close()
+    finally:
+        server.shutdown()

@@ -134,6 +134,12 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
                                   && w.sessionContext.session.kernel
                                   && w.sessionContext.session.kernel.status === 'idle'; }""",
                 timeout=120_000)
+            # Folded cells (jupyter.source_hidden, scripts/reading_path.py) open collapsed here too.
+            folded = sum(c["cell_type"] == "code" and c["metadata"].get("jupyter", {}).get("source_hidden", False)
+                         for c in json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"])
+            collapsed = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+                                          .filter(c => c.model.type === 'code' && c.inputHidden).length""")
+            assert folded > 0 and collapsed == folded, f"{collapsed} code cells collapsed in JupyterLab, {folded} folded"
             # The explorer cell, by its source; select it, run everything above it, then it.
             index = page.evaluate(
                 """(needle) => { const nb = window.jupyterapp.shell.currentWidget.content;

@@ -1,0 +1,70 @@
+"""The reading path stays one a learner can finish (scripts/reading_path.py states the rules).
+
+In every chapter: the longest code cell a reader meets on the main path (not folded, not in an
+"Under the hood" section) has at most `LONGEST` lines; every exported cell longer than `SMALL`
+lines is folded, in the book (tag `hide-input`) and in JupyterLab (`jupyter.source_hidden`);
+optional sections sit between the summary and the exercises; and the components that had no
+small form (the decoder layer, cached decoding, beam search) have one, checked equal to the
+library's. The browser test (tests/test_book.py) checks that the book shows folded cells closed.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import reading_path as rp  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def _read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_longest_cell_on_the_reading_path(nb):
+    p = rp.reading_path(_read(nb))
+    assert p.longest <= rp.LONGEST, (
+        f"{nb.stem}: code cells {p.long_cells} (index, lines) are on the reading path and longer than "
+        f"{rp.LONGEST} lines: show a small form and fold the long one (`hide-input` tag and "
+        f"jupyter.source_hidden), split it, or move it under a '## Under the hood' heading")
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_long_exported_cells_are_folded_in_book_and_jupyter(nb):
+    cells = _read(nb).cells
+    unfolded = [i for i, c in enumerate(cells) if rp.is_exported(c) and rp.n_lines(c) > rp.SMALL
+                and not rp.is_folded(c)]
+    assert not unfolded, f"{nb.stem}: exported cells {unfolded} are longer than {rp.SMALL} lines and not folded " \
+                         f"(python scripts/reading_path.py --fold {nb.relative_to(ROOT)})"
+    half = [i for i, c in enumerate(cells) if c.cell_type == "code"
+            and rp.is_folded(c) != bool(c.metadata.get("jupyter", {}).get("source_hidden"))]
+    assert not half, f"{nb.stem}: cells {half} are folded in the book or in JupyterLab but not both"
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_under_the_hood_sits_between_summary_and_exercises(nb):
+    heads = [h for h in dict.fromkeys(rp.sections(_read(nb))) if h]
+    optional = [i for i, h in enumerate(heads) if rp.OPTIONAL.match(h)]
+    if not optional:
+        return
+    assert "## Summary" in heads and "## Exercises" in heads, f"{nb.stem}: headings {heads}"
+    summary, exercises = heads.index("## Summary"), heads.index("## Exercises")
+    misplaced = [heads[i] for i in optional if not summary < i < exercises]
+    assert not misplaced, f"{nb.stem}: {misplaced} must come after '## Summary' and before '## Exercises'"
+
+
+def test_the_rules_see_a_long_cell():
+    """The measure itself can fail: a 41-line unfolded cell is flagged, folded it is not."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("\n".join(f"x{i} = {i}" for i in range(41)))])
+    assert rp.reading_path(nb).long_cells == [(0, 41)]
+    rp.fold(nb.cells[0])
+    assert rp.reading_path(nb).longest == 0 and rp.reading_path(nb).folded == 41
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("## Under the hood: checks"))
+    nb.cells[1].metadata = {}
+    assert rp.reading_path(nb).optional == 41
