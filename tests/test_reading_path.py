@@ -68,3 +68,29 @@ def test_the_rules_see_a_long_cell():
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("## Under the hood: checks"))
     nb.cells[1].metadata = {}
     assert rp.reading_path(nb).optional == 41
+
+
+# The components that had no small form: (chapter, the small form's definition, the library
+# name its check compares it with). Each must be on the main path, short, and checked.
+SMALL_FORMS = [
+    ("07_decoder_cross_attention", "class SmallDecoderLayer", "DecoderLayer"),
+    ("07_decoder_cross_attention", "class SmallDecoder(", "Decoder("),
+    ("10_decoding", "def greedy_cached", "IncrementalDecoder"),
+    ("10_decoding", "def beam_search_one", "beam_search"),
+]
+
+
+@pytest.mark.parametrize("stem, definition, library", SMALL_FORMS, ids=[f"{s}:{d}" for s, d, _ in SMALL_FORMS])
+def test_small_form_in_view_and_checked_equal(stem, definition, library):
+    nb = _read(ROOT / "chapters" / f"{stem}.ipynb")
+    heads = rp.sections(nb)
+    where = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and definition in c.source]
+    assert len(where) == 1, f"{stem}: {definition!r} defined in cells {where}"
+    i = where[0]
+    cell = nb.cells[i]
+    assert not rp.is_folded(cell) and not rp.OPTIONAL.match(heads[i]), f"{stem}: the small form is off the path"
+    assert rp.n_lines(cell) <= 30, f"{stem}: the small form has {rp.n_lines(cell)} lines"
+    name = definition.split()[1].split("(")[0]
+    checks = [c for c in nb.cells[i + 1:] if c.cell_type == "code" and name in c.source
+              and library in c.source and "assert" in c.source]
+    assert checks, f"{stem}: no cell after {name} asserts it equal to {library}"
