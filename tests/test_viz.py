@@ -34,6 +34,20 @@ def test_plot_attention_on_given_axes_and_errors():
     plt.close("all")
 
 
+def test_plot_attention_shared_scale_and_one_colour_bar():
+    """Maps drawn side by side share `vmax`; `colorbar=False` leaves the bar to the caller."""
+    fig, axes = plt.subplots(1, 2)
+    plot_attention(torch.full((2, 2), 0.25), ax=axes[0], vmax=1.0, colorbar=False)
+    plot_attention(torch.full((2, 2), 0.25), ax=axes[1])
+    assert axes[0].images[0].get_clim() == (0.0, 1.0)       # the shared scale
+    assert axes[1].images[0].get_clim() == (0.0, 0.25)      # default: up to the largest weight
+    assert len(fig.axes) == 3                                # one colour bar: only the second map's
+    for bad in (0, -1.0, "1", True):
+        with pytest.raises(ValueError, match="vmax: got"):
+            plot_attention(torch.rand(2, 2), vmax=bad)
+    plt.close("all")
+
+
 def test_figure_selector_links_dropdown_and_stack():
     widgets = pytest.importorskip("ipywidgets")
     figs = {}

@@ -86,8 +86,10 @@ def teacher_forcing(tgt: Tensor, bos_id: int, eos_id: int, pad_id: int) -> tuple
     `tgt` holds target sentences without special tokens, right-padded with `pad_id`. For a row
     `y_1 .. y_n` the decoder input is `<bos> y_1 .. y_n` (the target shifted right) and the
     labels are `y_1 .. y_n <eos>` (the target shifted left with respect to the input): position
-    `t` reads the true tokens before `t` and is trained to predict token `t`. Both are padded with
-    `pad_id` to length `T + 1`; label positions equal to `pad_id` are to be ignored by the loss.
+    `t`, counted from 0, reads the inputs at positions `0 .. t` (`<bos> y_1 .. y_t`) and is trained
+    to predict `labels[:, t]` = `y_{t+1}`, the input at position `t + 1` (`<eos>` after `y_n`).
+    Both are padded with `pad_id` to length `T + 1`; label positions equal to `pad_id` are to be
+    ignored by the loss.
 
     Args:
         tgt: `(B, T)` integer token ids, right-padded (no real token after a `pad_id`).

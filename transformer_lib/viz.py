@@ -39,6 +39,8 @@ def plot_attention(
     title: Optional[str] = None,
     annotate: bool = False,
     cmap: str = "viridis",
+    vmax: Optional[float] = None,
+    colorbar: bool = True,
 ) -> "Any":
     """Draw attention weights as a heatmap: queries on the y-axis, keys on the x-axis, colour bar.
 
@@ -49,7 +51,10 @@ def plot_attention(
         ax: matplotlib Axes to draw on; a new figure is made when `None`.
         title: Axes title (a figure should answer one question: say it here).
         annotate: write each weight (2 decimals) in its cell.
-        cmap: matplotlib colour map. The colour scale runs from 0 to the largest weight.
+        cmap: matplotlib colour map. The colour scale runs from 0 to `vmax`.
+        vmax: top of the colour scale; default: the largest weight. Give maps that are drawn
+            side by side the same `vmax` (e.g. 1.0) so that equal colours mean equal weights.
+        colorbar: draw the colour bar; turn it off to draw one bar for several maps.
 
     Returns:
         The matplotlib Axes.
@@ -63,7 +68,10 @@ def plot_attention(
                              f"{'rows (queries)' if name == 'query_labels' else 'columns (keys)'}")
     if ax is None:
         _, ax = plt.subplots(figsize=(1.2 + 0.45 * w.shape[1], 0.8 + 0.4 * w.shape[0]))
-    vmax = float(w.max()) if w.size and w.max() > 0 else 1.0
+    if vmax is None:
+        vmax = float(w.max()) if w.size and w.max() > 0 else 1.0
+    elif isinstance(vmax, bool) or not isinstance(vmax, (int, float)) or not vmax > 0:
+        raise ValueError(f"vmax: got {vmax!r}; expected a positive number (the top of the colour scale) or None")
     im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
     if query_labels is not None:
         ax.set_yticks(range(w.shape[0]), list(query_labels))
@@ -78,7 +86,8 @@ def plot_attention(
                         color="white" if w[i, j] < 0.6 * vmax else "black")
     if title is not None:
         ax.set_title(title)
-    ax.figure.colorbar(im, ax=ax, label="attention weight")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label="attention weight")
     return ax
 
 
