@@ -9,7 +9,8 @@ the page wrote (`data-ids`). They must equal, token for token, the greedy transl
 `transformer_lib.export.OnnxTranslator` in Python onnxruntime on the same committed files
 (which chapter 12b checks equal to PyTorch on a rounded twin of the model). Also checked: beam
 search against `OnnxTranslator.beam`, the messages for an empty box, an unknown character
-and an over-long text, the JavaScript tokenizer against the Python one on the test and
+and an over-long text, pasted text (newlines, tabs, decomposed umlauts, »quotes«) read as the
+clean caption, the JavaScript tokenizer against the Python one on the test and
 validation sets, and that the page requests nothing from another host. The median time
 per sentence in the browser is printed and written to `_build/browser_translate.json`, with a
 screenshot in `_build/screenshots/12b_translator.png`.
@@ -178,6 +179,19 @@ def test_clear_messages_for_bad_input(page, reference):
     assert long["state"] == "refused" and f"at most {meta['config']['max_len']}" in long["status"]
     ok = _translate(page, meta["examples"][0])                     # and the page still works after them
     assert ok["state"] == "done" and ok["text"]
+
+
+def test_pasted_text_is_read_as_the_captions_are_written(page, reference):
+    """Newlines, tabs, runs of spaces, decomposed umlauts and typographic variants are normalised
+    (NFC, one space, the captions' dashes and quotes) and translate exactly as the clean text does."""
+    clean = _translate(page, "Ein Mann – mit einer „Mütze“ – geht über die Straße.")
+    assert clean["state"] == "done" and "Read as" not in clean["status"]
+    messy = _translate(page, "  Ein\nMann \u2014 mit einer \u00bbMu\u0308tze\u00ab\u00a0\u2014\tgeht  über die Straße.\n")
+    assert messy["state"] == "done", messy["status"]
+    assert messy["ids"] == clean["ids"], "the normalised text must translate exactly as the clean one"
+    assert "Read as: “Ein Mann – mit einer „Mütze“ – geht über die Straße.”" in messy["status"]
+    still = _translate(page, "Ein Hund\n😀 läuft.")                  # what is truly unknown is still named
+    assert still["state"] == "refused" and "“😀”" in still["status"]
 
 
 def test_map_drawn_and_screenshot(page, reference):

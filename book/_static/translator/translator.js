@@ -164,9 +164,25 @@ async function beam(m, srcIds, maxLen, K, alpha) {
 }
 
 // ---- checks on the input -----------------------------------------------------------------------
-function checkInput(m, text) {
-  if (!text.trim()) return { error: "Type a German sentence first." };
-  const unknown = [...new Set([...text].filter((ch) => !/\s/.test(ch) && !m.known.has(ch)))];
+// What a person types or pastes, written the way the Multi30k captions are: Unicode NFC (one code
+// point for "ü", never "u" + a combining diaeresis), one plain space between words (newlines,
+// tabs, no-break and thin spaces, runs of them), nothing at either end, and the few typographic
+// variants the captions never use replaced by the ones they do. Only what is still unknown after
+// this is refused.
+const VARIANTS = [[/[\u2014\u2012\u2015\u2212]/g, "\u2013"],       // em dash, figure dash, minus -> en dash
+  [/[\u2010\u2011]/g, "-"],                                        // hyphen, no-break hyphen -> "-"
+  [/[\u00bb\u00ab]/g, (q) => (q === "\u00bb" ? "\u201e" : "\u201c")],   // »German« -> „German“
+  [/[\u201a\u2032\u00b4]/g, "'"], [/\u2026/g, "..."]];              // low single quote, prime, acute; ellipsis
+function normaliseInput(text) {
+  let t = text.normalize("NFC").replace(/\s+/gu, " ").trim();
+  for (const [pattern, to] of VARIANTS) t = t.replace(pattern, to);
+  return t;
+}
+
+function checkInput(m, raw) {
+  const text = normaliseInput(raw);
+  if (!text) return { error: "Type a German sentence first." };
+  const unknown = [...new Set([...text].filter((ch) => ch !== " " && !m.known.has(ch)))];
   if (unknown.length) {
     return { error: `The model has never seen ${unknown.length === 1 ? "this character" : "these characters"}: ` +
       `${unknown.map((c) => `“${c}”`).join(" ")}. Its vocabulary holds only the characters of the Multi30k ` +
@@ -181,7 +197,7 @@ function checkInput(m, text) {
       `(its max_len: the positional encoding has no more positions). It was trained on captions of at most ` +
       `${m.meta.training.max_sentence_tokens} tokens: try one sentence.` };
   }
-  return { ids };
+  return { ids, text };
 }
 
 // ---- drawing the cross-attention ---------------------------------------------------------------
@@ -305,9 +321,11 @@ async function main() {
       const body = ids[ids.length - 1] === m.meta.special.eos_id ? ids.slice(0, -1) : ids;
       output.textContent = body.length ? m.tokenizer.decode(body, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
       output.dataset.ids = JSON.stringify(res.ids);
+      output.dataset.read = checked.text;                             // the input as the model read it
       output.dataset.ms = ms.toFixed(2);
       const name = method.value === "beam" ? `beam search (${m.meta.decoding.beam_size} beams)` : "greedy decoding";
-      status.textContent = `${name}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.`;
+      const read = checked.text !== input.value ? ` Read as: “${checked.text}” (spaces and typography as in the training captions).` : "";
+      status.textContent = `${name}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.${read}`;
       last = { attn: res.attn, srcPieces: srcIds.map((i) => m.pieces[i]), outPieces: ids.map((i) => m.pieces[i]) };
       redraw();
       root.dataset.state = "done";
