@@ -6,7 +6,8 @@ the copy is checked unchanged at the end: nothing was saved).
 Headless Chromium (Debian's `chromium`, driven by Playwright through `executable_path`:
 Playwright's own browser download is not needed) opens the notebook, runs every cell up to
 the explorer and the explorer itself, moves the `d_k` slider with the keyboard, and checks
-that the slider's value and the figure the kernel draws both change. That round trip (the
+that the slider's value and the figure the kernel draws both change; then it checks a wrong
+answer to exercise 1 in the same kernel and reads the sentence that names the mistake. The round trip of the slider (the
 browser tells the kernel, the kernel redraws, the browser shows it) is what "live widgets"
 means. Without Chromium the test is skipped with that instruction, except under CI=true,
 where it fails.
@@ -203,6 +204,15 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
                                  let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
                                  await f.done; return text.trim(); }""")
             assert kernel_value == "1024", f"the kernel's slider value is {kernel_value!r}, expected 1024"
+            # A reader's wrong answer to exercise 1, checked in the same kernel: the check names the mistake.
+            verdict = page.evaluate(
+                """async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+                                 const code = 'from transformer_lib.exercises import ch02\\n'
+                                            + 'print(repr(ch02.ex1.check(lambda d_k, sigma: 1 / d_k ** 0.5)))';
+                                 const f = k.requestExecute({code, silent: false, store_history: false});
+                                 let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
+                                 await f.done; return text.trim(); }""")
+            assert verdict.startswith("✗") and "1/√d_k ignores σ" in verdict, f"the check answered {verdict!r}"
             assert not errors, f"JavaScript errors in the page: {errors}"
         except Exception as exc:   # leave a picture and the server's log for whoever reads the failure
             shot = ROOT / "_build" / "screenshots" / "jupyterlab_failure.png"

@@ -8,7 +8,7 @@ __all__ = ['Mistake', 'Verdict', 'Exercise', 'call', 'expect_tensor', 'expect_nu
 # %% ../../chapters/01_qkv_attention.ipynb #b7841604
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
 
@@ -66,7 +66,7 @@ def call(fn: Any, *args: Any, what: str = "your function", **kwargs: Any) -> Any
 
 
 def expect_tensor(out: Any, shape: Sequence[int], *, what: str = "your output",
-                  hint: Optional[dict[tuple[int, ...], str]] = None) -> torch.Tensor:
+                  hint: Optional[Mapping[tuple[int, ...], str]] = None) -> torch.Tensor:
     """`out` must be a finite tensor of `shape`; `hint` maps a wrong shape to the sentence that explains it."""
     if not isinstance(out, torch.Tensor):
         raise Mistake(f"{what} should be a torch.Tensor; got {type(out).__name__}")
