@@ -1,0 +1,121 @@
+"""Chapter 6's checks: each named mistake is recognised, the right answer passes, a broken answer gets a sentence."""
+import pytest
+import torch
+
+from transformer_lib.exercises import ch06
+
+
+def _ln(dims=-1, unbiased=False, eps_at="var", centre=True, gb="gb", ignore_eps=False):
+    def f(x, gamma, beta, eps=1e-5):
+        if ignore_eps:
+            eps = 1e-5
+        mu = x.mean(dim=dims, keepdim=True) if centre else 0
+        var = x.var(dim=dims, unbiased=unbiased, keepdim=True) if centre else x.pow(2).mean(dim=dims, keepdim=True)
+        z = (x - mu) / (torch.sqrt(var + eps) if eps_at == "var" else torch.sqrt(var) + eps if eps_at == "std"
+                        else torch.sqrt(var))
+        return {"gb": gamma * z + beta, "bg": beta * z + gamma, "b": z + beta, "g": gamma * z}[gb]
+    return f
+
+
+def test_ex5_right_answer_passes():
+    v = ch06.ex5.check(_ln())
+    assert v.ok, v.message
+
+
+LN_MISTAKES = [
+    (_ln(dims=-2), "over the positions"),
+    (_ln(dims=0), "over the batch"),
+    (lambda x, g, b, eps=1e-5: _ln(dims=tuple(range(x.dim())))(x, g, b, eps), "whole tensor"),
+    (_ln(unbiased=True), "unbiased variance"),
+    (_ln(eps_at="std"), "added eps to the standard deviation"),
+    (_ln(eps_at="none"), "no eps inside the square root"),
+    (_ln(centre=False), "RMSNorm"),
+    (_ln(gb="bg"), "gamma and beta are swapped"),
+    (_ln(gb="b"), "gamma is missing"),
+    (_ln(gb="g"), "beta is missing"),
+    (_ln(ignore_eps=True), "ignores its eps argument"),
+]
+
+
+@pytest.mark.parametrize("answer,words", LN_MISTAKES, ids=[w for _, w in LN_MISTAKES])
+def test_ex5_names_each_mistake(answer, words):
+    v = ch06.ex5.check(answer)
+    assert not v.ok and words in v.message, v.message
+
+
+def test_ex5_nan_for_equal_features():
+    def no_eps_flat(x, gamma, beta, eps=1e-5):          # right except on a token of equal features
+        var = x.var(dim=-1, unbiased=False, keepdim=True)
+        return gamma * (x - x.mean(-1, keepdim=True)) / torch.sqrt(var + eps * (var > 0)) + beta
+    v = ch06.ex5.check(no_eps_flat)
+    assert not v.ok and "NaN" in v.message, v.message
+
+
+def test_ex5_broken_answers_get_a_sentence():
+    assert "raised ZeroDivisionError" in ch06.ex5.check(lambda x, g, b, eps: 1 / 0).message
+    assert "should be a torch.Tensor" in ch06.ex5.check(lambda x, g, b, eps: x.tolist()).message
+    assert "has shape" in ch06.ex5.check(lambda x, g, b, eps: x.mean(-1)).message
+    assert "should be a function" in ch06.ex5.check(3).message
+    assert "differs from F.layer_norm" in ch06.ex5.check(lambda x, g, b, eps: 2 * _ln()(x, g, b, eps)).message
+
+
+def _sub(order="right"):
+    def f(x, sublayer, norm, dropout, norm_first):
+        if norm_first:
+            y = norm(x)
+            return {"right": x + dropout(sublayer(y)), "swapped": norm(x + dropout(sublayer(x))),
+                    "residual from norm": y + dropout(sublayer(y)), "norm the sum": norm(x + dropout(sublayer(y))),
+                    "no norm": x + dropout(sublayer(x)), "no residual": dropout(sublayer(y)),
+                    "dropout on sum": dropout(x + sublayer(y)), "no dropout": x + sublayer(y)}[order]
+        return {"swapped": x + dropout(sublayer(norm(x))), "dropout on sum": norm(dropout(x + sublayer(x))),
+                "no residual": norm(dropout(sublayer(x))), "norm before add": x + norm(dropout(sublayer(x))),
+                "no dropout": norm(x + sublayer(x))}.get(order, norm(x + dropout(sublayer(x))))
+    return f
+
+
+def _post_only(order):
+    """A mistake in post-LN only (pre-LN right)."""
+    def f(x, sublayer, norm, dropout, norm_first):
+        return _sub("right")(x, sublayer, norm, dropout, True) if norm_first else _sub(order)(x, sublayer, norm, dropout, False)
+    return f
+
+
+def _pre_only(order):
+    """A mistake in pre-LN only (post-LN right)."""
+    def f(x, sublayer, norm, dropout, norm_first):
+        return _sub(order)(x, sublayer, norm, dropout, True) if norm_first else _sub("right")(x, sublayer, norm, dropout, False)
+    return f
+
+
+def test_ex6_right_answer_passes():
+    v = ch06.ex6.check(_sub())
+    assert v.ok, v.message
+
+
+SUB_MISTAKES = [
+    (_post_only("swapped"), "with norm_first=False you computed pre-LN"),
+    (_post_only("dropout on sum"), "dropout acts on the residual sum"),
+    (_post_only("no residual"), "post-LN has no residual connection"),
+    (_post_only("norm before add"), "normalised the sub-layer's output before adding x"),
+    (_post_only("no dropout"), "never applies dropout"),
+    (_pre_only("swapped"), "with norm_first=True you computed post-LN"),
+    (_pre_only("residual from norm"), "residual starts from norm(x)"),
+    (_pre_only("norm the sum"), "also normalises the sum"),
+    (_pre_only("no norm"), "never normalises"),
+    (_pre_only("no residual"), "pre-LN has no residual connection"),
+    (_pre_only("dropout on sum"), "dropout acts on the residual sum"),
+    (_pre_only("no dropout"), "never applies dropout"),
+]
+
+
+@pytest.mark.parametrize("answer,words", SUB_MISTAKES, ids=[w for _, w in SUB_MISTAKES])
+def test_ex6_names_each_mistake(answer, words):
+    v = ch06.ex6.check(answer)
+    assert not v.ok and words in v.message, v.message
+
+
+def test_ex6_broken_answers_get_a_sentence():
+    assert "raised TypeError" in ch06.ex6.check(lambda x, s, n, d: x).message
+    assert "should be a torch.Tensor" in ch06.ex6.check(lambda x, s, n, d, f: None).message
+    assert "has shape" in ch06.ex6.check(lambda x, s, n, d, f: x[0]).message
+    assert "differs from" in ch06.ex6.check(lambda x, s, n, d, f: x * 0.5).message

@@ -1,0 +1,93 @@
+"""Chapter 8's checks: each named mistake is recognised, the right answer passes, a broken answer gets a sentence."""
+import pytest
+import torch
+
+from transformer_lib.exercises import ch08
+
+
+def _dropout(keep_prob="1-p", scale="1/(1-p)", eval_mode="identity", mask="elementwise", p_one="zeros",
+             inplace=False, fixed=False):
+    def f(x, p, training=True):
+        if not training:
+            return {"identity": x, "drop": x * (torch.rand_like(x) >= p), "scale": x * (1 - p)}[eval_mode]
+        if p == 1 and p_one == "zeros":
+            return torch.zeros_like(x)
+        if fixed:
+            torch.manual_seed(0)
+        q = 1 - p if keep_prob == "1-p" else p
+        shape = {"elementwise": x.shape, "shared": x.shape[-1:], "rows": x.shape[:-1] + (1,)}[mask]
+        keep = (torch.rand(shape) < q).to(x.dtype)
+        s = {"1/(1-p)": 1 / (1 - p) if p < 1 else float("nan"), "none": 1.0, "(1-p)": 1 - p,
+             "1/p": 1 / p if p > 0 else 1.0}[scale]
+        if inplace:
+            return x.mul_(keep * s)
+        return x * keep * s
+    return f
+
+
+def test_ex4_right_answer_passes():
+    v = ch08.ex4.check(_dropout())
+    assert v.ok, v.message
+
+
+DROPOUT_MISTAKES = [
+    (_dropout(eval_mode="drop"), "drops in eval mode"),
+    (_dropout(eval_mode="scale"), "in eval mode you multiplied by 1 - p"),
+    (_dropout(keep_prob="p", scale="1/p"), "you used p as the keep probability"),
+    (_dropout(scale="none"), "the survivors are not scaled"),
+    (_dropout(scale="(1-p)"), "you multiplied the survivors by 1 - p"),
+    (_dropout(scale="1/p"), "you divided the survivors by p"),
+    (lambda x, p, training=True: x.clone(), "drops nothing in training mode"),
+    (_dropout(mask="shared"), "every row got the same mask"),
+    (_dropout(mask="rows"), "each row is dropped or kept as a whole"),
+    (_dropout(fixed=True), "two calls gave the same mask"),
+    (_dropout(inplace=True), "changed its input in place"),
+    (_dropout(p_one="nan"), "with p=1 your dropout gives NaN"),
+]
+
+
+@pytest.mark.parametrize("answer,words", DROPOUT_MISTAKES, ids=[w for _, w in DROPOUT_MISTAKES])
+def test_ex4_names_each_mistake(answer, words):
+    v = ch08.ex4.check(answer)
+    assert not v.ok and words in v.message, v.message
+
+
+def test_ex4_broken_answers_get_a_sentence():
+    assert "raised RuntimeError" in ch08.ex4.check(lambda x, p, training=True: torch.zeros(2) + torch.zeros(3)).message
+    assert "should be a torch.Tensor" in ch08.ex4.check(lambda x, p, training=True: 1.0).message
+    assert "has shape" in ch08.ex4.check(lambda x, p, training=True: x[0]).message
+    assert "should be a function" in ch08.ex4.check("dropout").message
+
+
+def test_ex4_leaves_the_random_state_alone():
+    torch.manual_seed(123)
+    want = torch.rand(3)
+    torch.manual_seed(123)
+    ch08.ex4.check(_dropout())
+    assert torch.equal(torch.rand(3), want)
+
+
+def test_ex5_right_answer_passes():
+    v = ch08.ex5.check(lambda x, p: p / (1 - p) * x ** 2)
+    assert v.ok, v.message
+
+
+VARIANCE_MISTAKES = [
+    (lambda x, p: p * (1 - p) * x ** 2, "variance of the 0/1 mask"),
+    (lambda x, p: x ** 2 / (1 - p), "second moment"),
+    (lambda x, p: (1 - p) / p * x ** 2 if p else 0.0, "swapped keep and drop"),
+    (lambda x, p: p / (1 - p), "does not grow with x^2"),
+    (lambda x, p: p / (1 - p) * x, "forgot to square x"),
+]
+
+
+@pytest.mark.parametrize("answer,words", VARIANCE_MISTAKES, ids=[w for _, w in VARIANCE_MISTAKES])
+def test_ex5_names_each_mistake(answer, words):
+    v = ch08.ex5.check(answer)
+    assert not v.ok and words in v.message, v.message
+
+
+def test_ex5_broken_answers_get_a_sentence():
+    assert "raised ZeroDivisionError" in ch08.ex5.check(lambda x, p: 1 / 0).message
+    assert "should be a finite number" in ch08.ex5.check(lambda x, p: "0.11").message
+    assert "the variance is" in ch08.ex5.check(lambda x, p: 7.0).message
