@@ -346,7 +346,8 @@ def test_folded_cells_are_closed_toggles_in_the_page(built_book, nb):
 
 @pytest.mark.browser
 def test_folded_code_is_hidden_until_clicked(built_book):
-    """In Chromium: chapter 7's folded decoder layer is invisible, one click shows it, another hides it."""
+    """In Chromium: chapter 1's first solution and chapter 7's folded decoder layer are invisible;
+    one click shows them (and a second click folds the layer again)."""
     from conftest import chromium_path, skip_or_fail
     if chromium_path() is None:
         skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
@@ -363,6 +364,13 @@ def test_folded_code_is_hidden_until_clicked(built_book):
             browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
                                          args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
             page = browser.new_page(viewport={"width": 1200, "height": 900})
+            # An exercise's solution (a sphinx-design dropdown) too: closed until its title is clicked.
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/chapters/01_qkv_attention.html")
+            solution = page.locator("details.sd-dropdown", has_text="Solution — exercise 1").first
+            body = solution.locator(".sd-summary-content")
+            assert solution.count() == 1 and not body.is_visible(), "exercise 1's solution is not folded"
+            solution.locator("summary").click()
+            body.wait_for(state="visible", timeout=10_000)
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/chapters/07_decoder_cross_attention.html")
             cell = page.locator("div.cell.tag_hide-input", has_text="class DecoderLayer").first
             code = cell.locator("div.cell_input")

@@ -1,0 +1,101 @@
+"""Every exercise answers back: a hint and a worked solution each, folded, and checks that name mistakes.
+
+In every chapter the numbered exercises under `## Exercises` are counted against the folded
+"Hint — exercise k" and "Solution — exercise k" dropdowns that follow (k = 1, 2, ... in order);
+hints and solutions are collapsed in JupyterLab too (`jupyter.source_hidden`), and solution
+code cells are folded with their output (`hide-cell`). The checks live in
+`transformer_lib.exercises.<chapter>` (each chapter's folded exported cell); there are at least
+`MIN_CHECKS` of them, each chapter's are tested against the mistakes they name in
+`tests/test_exercises_<chapter>.py`, and the library's own `__all__` does not carry them.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+MIN_CHECKS = 20
+# Chapters whose exercises have no hints and solutions yet (issue 21 is open for them). The set
+# can only shrink: a pending chapter must not be half done, and a finished one must leave it.
+PENDING = {"04_positional_encoding", "04b_relative_positions", "05_masking", "11a_data", "11b_training",
+           "11c_train_cli", "12_results_and_attention", "12b_in_the_browser", "13_beyond"}
+_ITEM = re.compile(r"^(\d+)\. ", re.M)
+
+
+def _exercise_cells(nb) -> tuple[int, list]:
+    """(number of exercises, the cells after the `## Exercises` cell)."""
+    where = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises")]
+    assert len(where) == 1, "one markdown cell must start with '## Exercises'"
+    items = [int(n) for n in _ITEM.findall(nb.cells[where[0]].source)]
+    assert items == list(range(1, len(items) + 1)), f"exercises numbered {items}"
+    return len(items), nb.cells[where[0] + 1:]
+
+
+def _titles(cells, kind: str) -> list[int]:
+    return [int(m) for c in cells if c.cell_type == "markdown"
+            for m in re.findall(rf"^:{{3,}}\{{dropdown\}} {kind} — exercise (\d+)\s*$", c.source, re.M)]
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_exercise_has_a_hint_and_a_solution(nb):
+    book = nbformat.read(nb, as_version=4)
+    if nb.stem in PENDING:
+        assert not _titles(book.cells, "Hint") and not _titles(book.cells, "Solution"), \
+            f"{nb.stem} has hints or solutions: finish them all and take it out of PENDING"
+        return
+    n, cells = _exercise_cells(book)
+    assert n > 0, f"{nb.stem}: no exercises"
+    assert _titles(cells, "Hint") == list(range(1, n + 1)), f"{nb.stem}: hints for {_titles(cells, 'Hint')} of {n}"
+    assert _titles(cells, "Solution") == list(range(1, n + 1)), \
+        f"{nb.stem}: solutions for {_titles(cells, 'Solution')} of {n}"
+    for c in cells:
+        if c.cell_type == "markdown" and "{dropdown}" in c.source:
+            assert c.metadata.get("jupyter", {}).get("source_hidden"), f"{nb.stem}: a hint/solution open in JupyterLab"
+        if c.cell_type == "code" and "remove-cell" not in c.metadata.get("tags", []):
+            tags, jup = c.metadata.get("tags", []), c.metadata.get("jupyter", {})
+            assert "hide-cell" in tags or "hide-input" in tags, f"{nb.stem}: a solution cell in view: {c.source[:60]!r}"
+            assert jup.get("source_hidden"), f"{nb.stem}: a solution cell open in JupyterLab: {c.source[:60]!r}"
+    assert "remove-cell" in book.cells[-1].metadata.get("tags", []) or book.cells[-1].cell_type == "markdown"
+
+
+def _check_modules():
+    import transformer_lib.exercises as ex
+    folder = Path(ex.__file__).parent
+    return {p.stem: importlib.import_module(f"transformer_lib.exercises.{p.stem}")
+            for p in sorted(folder.glob("ch*.py"))}
+
+
+def test_enough_checks_and_each_is_tested():
+    from transformer_lib.exercises import Exercise
+    mods = _check_modules()
+    checks = {f"{name}.{k}": v for name, mod in mods.items() for k, v in vars(mod).items() if isinstance(v, Exercise)}
+    assert len(checks) >= MIN_CHECKS, f"{len(checks)} checked exercises: {sorted(checks)}"
+    for name in mods:
+        test_file = ROOT / "tests" / f"test_exercises_{name}.py"
+        assert test_file.exists(), f"transformer_lib.exercises.{name} has no {test_file.name}"
+        text = test_file.read_text(encoding="utf-8")
+        for key in (k for k in checks if k.startswith(name + ".")):
+            assert key.split(".")[1] in text, f"{test_file.name} never submits an answer to {key}"
+
+
+def test_each_check_sits_with_its_exercise():
+    """A check `exK` of chapter NN belongs to exercise K of that chapter, and the exercise says how to call it."""
+    from transformer_lib.exercises import Exercise
+    for name, mod in _check_modules().items():
+        nb = nbformat.read(ROOT / "chapters" / next(p.name for p in CHAPTERS if p.stem.split("_")[0] == name[2:]), as_version=4)
+        n, _ = _exercise_cells(nb)
+        text = next(c.source for c in nb.cells if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises"))
+        for k, v in vars(mod).items():
+            if isinstance(v, Exercise):
+                assert k == f"ex{v.number}" and 1 <= v.number <= n, f"{name}.{k} is exercise {v.number} of {n}"
+                assert f"{name}.{k}.check(" in text, f"chapter {name}'s exercise {v.number} does not show `{name}.{k}.check(...)`"
+
+
+def test_checks_stay_out_of_the_library_namespace():
+    import transformer_lib
+    assert not any("exercise" in n.lower() or n.startswith("ex") and n[2:].isdigit() for n in transformer_lib.__all__)
