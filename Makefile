@@ -25,7 +25,7 @@ help:
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
 	@echo "make bench  run the benchmarks in benchmarks/"
 	@echo "make web-model  re-export chapter 12b's in-browser model from runs/chapter_cpu (WEB_RUN=...)"
-	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded 20-minute run;"
+	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded run of chapter 12;"
 	@echo "           TRAIN_ARGS=--resume to continue)"
 
 $(STAMP): requirements.txt pyproject.toml

@@ -50,7 +50,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "128": "the benchmark's sequence length L = 128 (input)",
     },
     "04_positional_encoding": {
-        "32": "the width d_model = 32 of the source notes' example (input); also d_k/2 = 32 pairs",
+        "32": "the width d_model = 32 of the chapter's example (input); also d_k/2 = 32 pairs",
         "15": "the last pair index i = 15 of a width-32 table (formula)",
         "16": "d_model/2 = 16 pairs of a width-32 table; sqrt(512/2) = 16; the toy task's length",
         "0.001": "10000^(-6/8) = 0.001, the slowest angle of a width-8 table (formula)",
@@ -105,8 +105,8 @@ ALLOWED: dict[str, dict[str, str]] = {
     "09_parameter_counting": {
         "65": "the paper's base-model parameter count, 65M (Table 3)",
         "213": "the paper's big-model parameter count, 213M (Table 3)",
-        "262,144": "512^2, a term of the seed's formula (arithmetic, asserted in the next cell)",
-        "4,194,304": "the seed note's count for four attention layers (its number, asserted)",
+        "262,144": "512^2, a term of the classic exercise's formula (arithmetic, asserted in the next cell)",
+        "4,194,304": "the classic exercise's count for four attention layers (its number, asserted)",
         "25": "S = T = 25, the typical sentence length chosen for the FLOP table (input)",
         "3.3": "the paper's training cost of the base model, 3.3e18 FLOPs (Table 2)",
         "2.3": "the paper's training cost of the big model, 2.3e19 FLOPs (Table 2)",
