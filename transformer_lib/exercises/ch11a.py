@@ -35,8 +35,9 @@ def _pairs_batches(out: Any) -> tuple[float, float]:
     if isinstance(out, (str, bytes)) or not isinstance(out, (tuple, list)) or len(out) != 2:
         raise Mistake(f"paper_batches should return two numbers, (pairs per batch, batches per epoch); "
                       f"got {type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
-    return tuple(expect_number(float(x) if isinstance(x, numbers.Real) and not isinstance(x, bool) else x,
-                               what=f"your {name}") for x, name in zip(out, ("pairs per batch", "batches per epoch")))
+    pairs, batches = (expect_number(float(x) if isinstance(x, numbers.Real) and not isinstance(x, bool) else x,
+                                    what=f"your {name}") for x, name in zip(out, ("pairs per batch", "batches per epoch")))
+    return pairs, batches
 
 
 def _check_paper_batches(answer: Callable[..., Any]) -> None:
