@@ -9,13 +9,20 @@ does not change the arithmetic), the preset's thread count and bf16 setting (`bf
 native bf16 only), and the step `run_training` takes: forward under autocast, label-smoothed
 cross-entropy in float32, backward, Adam. Two warm-up steps, then `--steps` profiled ones.
 
-Writes benchmarks/results/profile_step_cpu.json: per preset, the step's milliseconds and
+Two steps per preset: `before`, the step as it was (`nn.Dropout`; `F.cross_entropy` on a
+float32 copy of the logits; glibc's default malloc), and `now`, the step `run_training` takes
+(`use_fast_dropout`, `chunked_cross_entropy`, `keep_freed_memory`; profiled second, since the
+allocator setting cannot be undone). The learning rate is the schedule's peak, as mid-run (at
+Adam's base rate of 1.0, which the schedule multiplies, the logits blow up, to a standard
+deviation of about 300 after 33 steps, and the softmax's exponentials underflow, which is slow).
+
+Writes benchmarks/results/profile_step_cpu.json: per preset and step, the milliseconds and
 tokens/s under the profiler, the phase shares (forward and loss, backward, Adam update) and the
 operator shares of the operators' self time, grouped: matrix products (`mm`, `bmm`, `addmm`,
-`baddbmm`), dropout masks (`bernoulli_`), dtype copies (`copy_`), the output softmax and its
-gradient (`_log_softmax`, `_log_softmax_backward_data`), the rest; and the ten largest
-operators. This is the measurement that speeding up the step (issue: twice the training speed)
-starts from; it is a profile, not a timing test, so the figures are one machine's.
+`baddbmm`), dropout masks (`bernoulli_`, `random_`), dtype copies (`copy_`), the output softmax
+and its gradient (`_log_softmax` and its backward; `exp`, `exp_`, `logsumexp` in the chunked
+loss), the rest; and the ten largest operators. A profile, not a timing test: the figures are
+one machine's.
 """
 import argparse
 import sys
@@ -28,24 +35,31 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import machine, write_result  # noqa: E402
-from transformer_lib import TrainConfig, Transformer, make_optimizer, resolve_bf16  # noqa: E402
+from transformer_lib import (TrainConfig, Transformer, chunked_cross_entropy, keep_freed_memory,  # noqa: E402
+                             make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
 
 VOCAB, SRC_LEN, TGT_LEN = 8000, 12, 12
 GROUPS = {
     "matrix products": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"),
-    "dropout masks (bernoulli_)": ("aten::bernoulli_",),
+    "dropout masks": ("aten::bernoulli_", "aten::random_"),
     "dtype copies (copy_)": ("aten::copy_",),
-    "output log-softmax and its gradient": ("aten::_log_softmax", "aten::_log_softmax_backward_data"),
+    "output softmax and its gradient": ("aten::_log_softmax", "aten::_log_softmax_backward_data",
+                                        "aten::exp", "aten::exp_", "aten::logsumexp"),
 }
 
 
-def profile_preset(name: str, steps: int) -> dict:
+def profile_preset(name: str, steps: int, now: bool) -> dict:
     cfg = TrainConfig.from_preset(name)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
     torch.manual_seed(0)
     model = Transformer(cfg.model_config(VOCAB, 0)).train()
     model.validate_args = False
+    if now:
+        use_fast_dropout(model)
+        keep_freed_memory()
     opt = make_optimizer(model)
+    sched = make_scheduler(opt, cfg.model.d_model, cfg.warmup_steps, cfg.lr_scale)
+    sched.last_epoch = cfg.warmup_steps                                            # the peak rate
     batch = cfg.max_tokens // (SRC_LEN + TGT_LEN + 1)              # sentences that fill the budget
     g = torch.Generator().manual_seed(0)
     src = torch.randint(4, VOCAB, (batch, SRC_LEN), generator=g)                   # (B, S)
@@ -56,12 +70,16 @@ def profile_preset(name: str, steps: int) -> dict:
         with record_function("forward and loss"):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
                 logits = model(src, tgt[:, :-1])                                   # (B, T, V)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
-                                   ignore_index=0, label_smoothing=cfg.label_smoothing)
+            if now:
+                loss = chunked_cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), cfg.label_smoothing, 0)
+            else:
+                loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
+                                       ignore_index=0, label_smoothing=cfg.label_smoothing)
         with record_function("backward"):
             loss.backward()
         with record_function("Adam update"):
             opt.step()
+            sched.step()
             opt.zero_grad(set_to_none=True)
 
     for _ in range(2):
@@ -97,15 +115,17 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--presets", nargs="+", default=["cpu", "cpu-full"])
     args = ap.parse_args()
-    result = {"machine": machine(), "steps_profiled": args.steps, "presets": {}}
-    for name in args.presets:
-        r = result["presets"][name] = profile_preset(name, args.steps)
-        print(f"{name}: {r['ms_per_step_profiled']:.0f} ms/step under the profiler, bf16 {r['bf16_autocast']}, "
-              f"{r['threads']} threads, batch {r['batch']['sentences']} x ({SRC_LEN} + {TGT_LEN})")
-        for k, v in r["phase_shares"].items():
-            print(f"  {k:>38}: {v:5.1%} of the step")
-        for k, v in r["operator_shares"].items():
-            print(f"  {k:>38}: {v:5.1%} of the operators' time")
+    result: dict = {"machine": machine(), "steps_profiled": args.steps, "presets": {}}
+    for step in ("before", "now"):                   # `now` second: keep_freed_memory cannot be undone
+        for name in args.presets:
+            r = result["presets"].setdefault(name, {})[step] = profile_preset(name, args.steps, step == "now")
+            print(f"{name}, {step}: {r['ms_per_step_profiled']:.0f} ms/step under the profiler, bf16 "
+                  f"{r['bf16_autocast']}, {r['threads']} threads, batch {r['batch']['sentences']} x "
+                  f"({SRC_LEN} + {TGT_LEN})")
+            for k, v in r["phase_shares"].items():
+                print(f"  {k:>38}: {v:5.1%} of the step")
+            for k, v in r["operator_shares"].items():
+                print(f"  {k:>38}: {v:5.1%} of the operators' time")
     write_result("profile_step_cpu", result)
 
 

@@ -9,6 +9,12 @@ sequences padded to length 40 (each row with its own length, so the padding mask
 
     python benchmarks/transformer_vs_torch.py [--pairs 12] [--threads 1]
 
+The training step is each library's own: for ours the pieces `run_training` uses on a CPU
+(`use_fast_dropout`: masks from 16-bit draws, chapter 8; `chunked_cross_entropy`, chapter 11b);
+for torch `nn.Transformer`'s `nn.Dropout` and `F.cross_entropy`. Both in float32, no label
+smoothing (as before these pieces existed; `--plain` times ours with `nn.Dropout` and
+`F.cross_entropy` too, the stacks alone).
+
 One CPU thread; the two models run alternately in one process (pair after pair, the order
 flipped each time, so drifts in the machine's speed hit both alike); the speed ratio is the median
 over the pairs of torch's time divided by ours (> 1: ours is faster), for CPU time (the main
@@ -31,7 +37,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lib import PositionalEncoding, Transformer, TransformerConfig
+from transformer_lib import (PositionalEncoding, Transformer, TransformerConfig, chunked_cross_entropy,
+                             use_fast_dropout)
 
 # nn.Transformer's eval fast path warns that nested tensors are a prototype; that is not a result.
 warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.nn\.modules\.(transformer|activation)")
@@ -64,13 +71,19 @@ class TorchTransformerLM(nn.Module):
         return self.output(h)
 
 
+PLAIN = "--plain" in sys.argv      # ours without its training pieces: the stacks alone
+
+
 def make_model(name: str, dropout: float = 0.1) -> nn.Module:
     """`"ours"`: transformer_lib's Transformer; `"torch"`: nn.Transformer wrapped alike."""
     torch.manual_seed(0)
     if name == "ours":
         config = TransformerConfig.base(VOCAB, d_model=D_MODEL, n_heads=HEADS, n_encoder_layers=LAYERS,
                                         n_decoder_layers=LAYERS, d_ff=D_FF, dropout=dropout, max_len=512)
-        return Transformer(config)
+        model = Transformer(config)
+        if not PLAIN:
+            use_fast_dropout(model)
+        return model
     model = TorchTransformerLM(dropout)
     nn.init.normal_(model.embed.weight, std=D_MODEL ** -0.5)    # the same initialisation as ours
     return model
@@ -96,7 +109,10 @@ def make_batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 def train_step(model: nn.Module, opt: torch.optim.Optimizer, src, tgt_in, labels) -> None:
     opt.zero_grad(set_to_none=True)
     logits = model(src, tgt_in)                                      # (B, T, V)
-    loss = F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1), ignore_index=PAD)
+    if isinstance(model, Transformer) and not PLAIN:
+        loss = chunked_cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1), ignore_index=PAD)
+    else:
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1), ignore_index=PAD)
     loss.backward()
     opt.step()
 
@@ -158,7 +174,8 @@ def peak_memory_child(name: str, mode: str, threads: int) -> None:
 
 
 def peak_memory_bytes(name: str, mode: str, threads: int) -> int:
-    out = subprocess.run([sys.executable, __file__, "--peak-child", name, mode, "--threads", str(threads)],
+    out = subprocess.run([sys.executable, __file__, "--peak-child", name, mode, "--threads", str(threads)]
+                         + (["--plain"] if PLAIN else []),
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["peak_minus_start_bytes"]
 
@@ -169,6 +186,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "transformer_vs_torch.json"))
     parser.add_argument("--peak-child", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--plain", action="store_true", help="ours without its training pieces (read at import)")
     args = parser.parse_args()
     if args.peak_child:
         peak_memory_child(*args.peak_child, threads=args.threads)
@@ -209,7 +227,8 @@ def main() -> None:
 
     result = {
         "config": dict(d_model=D_MODEL, n_heads=HEADS, layers=f"{LAYERS}+{LAYERS}", d_ff=D_FF, vocab=VOCAB,
-                       batch=BATCH, length=LENGTH, threads=args.threads, pairs=args.pairs, dropout=0.1),
+                       batch=BATCH, length=LENGTH, threads=args.threads, pairs=args.pairs, dropout=0.1,
+                       ours_step="nn.Dropout, F.cross_entropy" if PLAIN else "FastDropout, chunked_cross_entropy"),
         "machine": {"torch": torch.__version__, "python": platform.python_version(),
                     "processor": platform.processor() or platform.machine()},
         "train_step": {**summary(train), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in train_peak.items()}},

@@ -21,13 +21,15 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._checks import check_id_range, check_token_ids
+from ..dropout import use_fast_dropout
 from ..model import Transformer
 from .checkpoints import (
     _cpu_state, _Metrics, _Run, _save_checkpoint, _seed_everything, average_state_dicts)
 from .config import TrainConfig
 from .datasets import TrainingData, _Pair
 from .evaluation import _eval_losses, corpus_bleu, translate, translation_scores
-from .hardware import _world, hardware_info, resolve_bf16, train_flops
+from .hardware import _world, hardware_info, keep_freed_memory, resolve_bf16, train_flops
+from .objective import chunked_cross_entropy
 
 
 @dataclass
@@ -75,8 +77,8 @@ def _forward_backward(step_model: nn.Module, params: list[nn.Parameter], src: Te
     tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                     # (B, T), (B, T)
     with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=amp):
         logits = step_model(src, tgt_in)                         # (B, T, V)
-    loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(),   # (B*T, V), (B*T,)
-                           ignore_index=pad_id, label_smoothing=cfg.label_smoothing)
+    loss = chunked_cross_entropy(logits.flatten(0, 1), labels.flatten(),   # (B*T, V), (B*T,)
+                                 cfg.label_smoothing, pad_id)
     loss.backward()
     gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm or float("inf"))
     return loss.detach(), gnorm.detach()
@@ -95,6 +97,10 @@ class _Window:
         self.gnorm.zero_()
         self.steps, self.tokens, self.flops = 0, 0, 0.0
         self.t0 = time.perf_counter()
+
+    def pause(self, since: float) -> None:
+        """Leave the time since `since` (an evaluation, a checkpoint, a new epoch) out of the window."""
+        self.t0 += time.perf_counter() - since
 
     def add(self, loss: Tensor, gnorm: Tensor, tokens: int, flops: float) -> None:
         self.loss += loss
@@ -217,6 +223,10 @@ def _start(cfg: TrainConfig, data: TrainingData, out: Optional[Path], resume: bo
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     run = _Run(cfg, data, device, rank, world)
+    if device.type == "cpu":
+        keep_freed_memory()                                     # reuse freed memory (glibc)
+        if cfg.fast_dropout:
+            use_fast_dropout(run.model)                         # masks from 16-bit draws (chapter 8)
     if resume:
         assert out is not None                                  # checked by run_training
         run.restore(out / "checkpoint.pt")
@@ -270,6 +280,7 @@ def _after_step(run: _Run, data: TrainingData, amp: bool, window: _Window, metri
         window.reset()
     if st["step"] % (cfg.snapshot_every or cfg.eval_every) == 0:
         run.snapshot()
+    paused = time.perf_counter()
     if st["step"] % cfg.eval_every == 0 and st["step"] < cfg.steps:
         if run.rank == 0:
             rec = _validate(run.model, data, cfg, amp)
@@ -277,10 +288,10 @@ def _after_step(run: _Run, data: TrainingData, amp: bool, window: _Window, metri
             metrics.write({"kind": "val", "step": st["step"], **rec})
         if run.world > 1:
             dist.barrier()
-        window.t0 = time.perf_counter()                        # evaluation is not training time
+        window.pause(paused)                                   # evaluation is not training time
     if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0 and st["step"] < cfg.steps:
         run.save(ckpt_path)
-        window.t0 = time.perf_counter()
+        window.pause(paused)
 
 
 def _train(run: _Run, data: TrainingData, amp: bool, metrics: _Metrics, ckpt_path: Optional[Path],
@@ -302,8 +313,9 @@ def _train(run: _Run, data: TrainingData, amp: bool, metrics: _Metrics, ckpt_pat
             st["epoch"] += 1
             st["batch_index"] = 0
             if cfg.max_epochs is None or st["epoch"] < cfg.max_epochs:
+                paused = time.perf_counter()
                 epoch = _prepare_epoch(data, st["epoch"], run, cfg.pad_to_multiple)
-                window.t0 = time.perf_counter()                # preparing the epoch is not training
+                window.pause(paused)                           # preparing the epoch is not training
         stopped_by = budget.spent(st, started)
         if stopped_by:
             break
