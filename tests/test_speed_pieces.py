@@ -198,3 +198,14 @@ def test_onednn_cache_is_set_on_import_unless_chosen():
                                    cwd=ROOT, env=e).stdout.strip()
     assert run(env) == "8192"
     assert run({**env, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "100"}) == "100"
+
+
+def test_fast_dropout_model_compiles_with_fullgraph():
+    cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_encoder_layers=1,
+                            n_decoder_layers=1, d_ff=32, dropout=0.1)
+    model = Transformer(cfg).train()
+    use_fast_dropout(model)
+    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    src, tgt = torch.randint(1, 20, (2, 5)), torch.randint(1, 20, (2, 4))
+    out = compiled(src, tgt)
+    assert out.shape == (2, 4, 20) and torch.isfinite(out).all()

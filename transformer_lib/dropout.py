@@ -7,6 +7,7 @@ __all__ = ['mask_drop_probability', 'fast_dropout', 'FastDropout', 'use_fast_dro
 
 # %% ../chapters/08_dropout.ipynb #f4a0b441
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import check_dropout
@@ -38,7 +39,8 @@ def fast_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     PyTorch's generator gives four independent 16-bit numbers; an entry is dropped when its
     number is below `round(p * 65536)`, so the drop probability is `mask_drop_probability(p)`,
     and the survivors are scaled by `1 / (1 - mask_drop_probability(p))`, which keeps every
-    entry's expectation exactly `x`. Seeded by `torch.manual_seed` like any other draw.
+    entry's expectation exactly `x`. Seeded by `torch.manual_seed` like any other draw. Under
+    `torch.compile` it is `F.dropout` (exactly `p`), which the compiler fuses into its own kernels.
 
     Args:
         x: a floating-point tensor of any shape.
@@ -53,6 +55,8 @@ def fast_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     if not x.is_floating_point():
         raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype}")
+    if torch.compiler.is_compiling():
+        return F.dropout(x, p, training=True)
     n = x.numel()
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device)
     words.random_(-2 ** 63, 2 ** 63 - 1)                         # (ceil(n/4),) 64 random bits each

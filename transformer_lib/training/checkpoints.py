@@ -168,7 +168,7 @@ class _Run:
         self.model = Transformer(self.mcfg).to(device)
         self.model.validate_args = False     # batches are checked on the CPU side: no device syncs
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = make_optimizer(self.model, fused=device.type == "cuda")
+        self.optimizer = make_optimizer(self.model, fused=True)     # one kernel for the whole update
         self.scheduler = make_scheduler(self.optimizer, self.mcfg.d_model, cfg.warmup_steps, cfg.lr_scale)
         self.st: dict[str, Any] = {"step": 0, "epoch": 0, "batch_index": 0, "tokens": 0, "flops": 0.0,
                                    "train_time_s": 0.0}

@@ -24,7 +24,8 @@ def make_optimizer(model: nn.Module, betas: tuple[float, float] = (0.9, 0.98),
         model: the model whose trainable parameters are optimised.
         betas: Adam's (β1, β2); the paper uses (0.9, 0.98).
         eps: Adam's ε; the paper uses 1e-9.
-        fused: one fused kernel for the whole update (CUDA); None: PyTorch's default.
+        fused: one fused kernel for the whole update (CPU or CUDA); None: PyTorch's default,
+            which on a CPU updates the parameters one tensor at a time.
 
     Returns:
         A `torch.optim.Adam` over the model's parameters that require gradients.
