@@ -1,17 +1,18 @@
 """Where a CPU training step spends its time: torch.profiler on the `cpu` and `cpu-full` shapes.
 
-    python benchmarks/profile_step_cpu.py [--steps 5] [--presets cpu cpu-full]
+    python benchmarks/profile_step_cpu.py [--batches 20] [--presets cpu cpu-full]
 
-For each preset: its model (`TrainConfig.from_preset(name).model`, the 8,000-token vocabulary
-of chapter 11a), a batch of the shape a median Multi30k batch of the preset has (the token
-budget `max_tokens` split into sentences of 12 source and 12 target pieces; ids random, which
-does not change the arithmetic), the preset's thread count and bf16 setting (`bf16="auto"`:
-native bf16 only), and the step `run_training` takes: forward under autocast, label-smoothed
-cross-entropy in float32, backward, Adam. Two warm-up steps, then `--steps` profiled ones.
+For each preset: its model (`TrainConfig.from_preset(name).model`, the vocabulary of chapter
+11a's Multi30k tokenizer), the preset's thread count and bf16 setting (`bf16="auto"`: native
+bf16 only), and `--batches` real batches of epoch 0 of Multi30k as `run_training` makes them,
+spread evenly over the epoch (short and long sentences alike; `TRANSFORMER_DATA_DIR` or
+../shared/data). The step is the one `run_training` takes: forward under autocast,
+label-smoothed cross-entropy in float32, backward, Adam. One pass over the batches compiles
+their kernels, then a second pass is profiled.
 
 Two steps per preset: `before`, the step as it was (`nn.Dropout`; `F.cross_entropy` on a
-float32 copy of the logits; glibc's default malloc), and `now`, the step `run_training` takes
-(`use_fast_dropout`, `chunked_cross_entropy`, `keep_freed_memory`; profiled second, since the
+float32 copy of the logits; glibc's default malloc; Adam a tensor at a time), and `now`, the step `run_training` takes
+(`use_fast_dropout`, `chunked_cross_entropy`, `keep_freed_memory`, fused Adam; profiled second, since the
 allocator setting cannot be undone). The learning rate is the schedule's peak, as mid-run (at
 Adam's base rate of 1.0, which the schedule multiplies, the logits blow up, to a standard
 deviation of about 300 after 33 steps, and the softmax's exponentials underflow, which is slow).
@@ -25,6 +26,7 @@ loss), the rest; and the ten largest operators. A profile, not a timing test: th
 one machine's.
 """
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,9 +38,9 @@ from torch.profiler import ProfilerActivity, profile, record_function
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import machine, write_result  # noqa: E402
 from transformer_lib import (TrainConfig, Transformer, chunked_cross_entropy, keep_freed_memory,  # noqa: E402
-                             make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
+                             make_optimizer, make_scheduler, multi30k_data, resolve_bf16, use_fast_dropout)
 
-VOCAB, SRC_LEN, TGT_LEN = 8000, 12, 12
+ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
     "matrix products": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"),
     "dropout masks": ("aten::bernoulli_", "aten::random_"),
@@ -48,33 +50,33 @@ GROUPS = {
 }
 
 
-def profile_preset(name: str, steps: int, now: bool) -> dict:
+def profile_preset(name: str, n_batches: int, now: bool) -> dict:
     cfg = TrainConfig.from_preset(name)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
+    data = multi30k_data(cfg, os.environ.get("TRANSFORMER_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    epoch = list(data.train_batches(0))
+    batches = epoch[::max(1, len(epoch) // n_batches)][:n_batches]                # spread over the epoch
     torch.manual_seed(0)
-    model = Transformer(cfg.model_config(VOCAB, 0)).train()
+    model = Transformer(cfg.model_config(data.vocab_size, data.pad_id)).train()
     model.validate_args = False
     if now:
         use_fast_dropout(model)
         keep_freed_memory()
-    opt = make_optimizer(model)
+    opt = make_optimizer(model, fused=now)
     sched = make_scheduler(opt, cfg.model.d_model, cfg.warmup_steps, cfg.lr_scale)
     sched.last_epoch = cfg.warmup_steps                                            # the peak rate
-    batch = cfg.max_tokens // (SRC_LEN + TGT_LEN + 1)              # sentences that fill the budget
-    g = torch.Generator().manual_seed(0)
-    src = torch.randint(4, VOCAB, (batch, SRC_LEN), generator=g)                   # (B, S)
-    tgt = torch.randint(4, VOCAB, (batch, TGT_LEN + 1), generator=g)               # (B, T+1)
     amp = resolve_bf16(cfg.bf16, "cpu")
+    pad = data.pad_id
 
-    def step() -> None:
+    def step(src: torch.Tensor, tgt: torch.Tensor) -> None:
         with record_function("forward and loss"):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
                 logits = model(src, tgt[:, :-1])                                   # (B, T, V)
             if now:
-                loss = chunked_cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), cfg.label_smoothing, 0)
+                loss = chunked_cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), cfg.label_smoothing, pad)
             else:
                 loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
-                                       ignore_index=0, label_smoothing=cfg.label_smoothing)
+                                       ignore_index=pad, label_smoothing=cfg.label_smoothing)
         with record_function("backward"):
             loss.backward()
         with record_function("Adam update"):
@@ -82,13 +84,15 @@ def profile_preset(name: str, steps: int, now: bool) -> dict:
             sched.step()
             opt.zero_grad(set_to_none=True)
 
-    for _ in range(2):
-        step()
+    for src, tgt in batches:                                                       # compiles the kernels
+        step(src, tgt)
     t0 = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step()
+        for src, tgt in batches:
+            step(src, tgt)
+    steps = len(batches)
     seconds = (time.perf_counter() - t0) / steps
+    tokens = sum(int((s != pad).sum() + (t[:, 1:] != pad).sum()) for s, t in batches)
     events = prof.key_averages()
     phases = {e.key: e.cpu_time_total for e in events if e.key in ("forward and loss", "backward", "Adam update")}
     ops = [e for e in events if e.key.startswith("aten::")]
@@ -98,11 +102,11 @@ def profile_preset(name: str, steps: int, now: bool) -> dict:
     top = sorted(ops, key=lambda e: -e.self_cpu_time_total)[:10]
     return {
         "model": {"d_model": cfg.model.d_model, "layers": f"{cfg.model.n_encoder_layers}+{cfg.model.n_decoder_layers}",
-                  "d_ff": cfg.model.d_ff, "vocab": VOCAB},
-        "batch": {"sentences": batch, "src_len": SRC_LEN, "tgt_len": TGT_LEN},
+                  "d_ff": cfg.model.d_ff, "vocab": data.vocab_size},
+        "batches": steps, "real_tokens_per_batch": tokens / steps,
         "bf16_autocast": amp, "threads": torch.get_num_threads(),
         "ms_per_step_profiled": seconds * 1e3,
-        "tokens_per_s_profiled": batch * (SRC_LEN + TGT_LEN) / seconds,
+        "tokens_per_s_profiled": tokens / steps / seconds,
         "phase_shares": {k: v / sum(phases.values()) for k, v in phases.items()},
         "operator_shares": shares,
         "top_operators": [{"name": e.key, "share": e.self_cpu_time_total / total, "calls": e.count // steps}
@@ -112,16 +116,16 @@ def profile_preset(name: str, steps: int, now: bool) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--presets", nargs="+", default=["cpu", "cpu-full"])
     args = ap.parse_args()
-    result: dict = {"machine": machine(), "steps_profiled": args.steps, "presets": {}}
+    result: dict = {"machine": machine(), "batches_profiled": args.batches, "presets": {}}
     for step in ("before", "now"):                   # `now` second: keep_freed_memory cannot be undone
         for name in args.presets:
-            r = result["presets"].setdefault(name, {})[step] = profile_preset(name, args.steps, step == "now")
+            r = result["presets"].setdefault(name, {})[step] = profile_preset(name, args.batches, step == "now")
             print(f"{name}, {step}: {r['ms_per_step_profiled']:.0f} ms/step under the profiler, bf16 "
-                  f"{r['bf16_autocast']}, {r['threads']} threads, batch {r['batch']['sentences']} x "
-                  f"({SRC_LEN} + {TGT_LEN})")
+                  f"{r['bf16_autocast']}, {r['threads']} threads, {r['batches']} batches of "
+                  f"{r['real_tokens_per_batch']:.0f} real tokens")
             for k, v in r["phase_shares"].items():
                 print(f"  {k:>38}: {v:5.1%} of the step")
             for k, v in r["operator_shares"].items():

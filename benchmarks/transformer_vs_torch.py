@@ -10,8 +10,9 @@ sequences padded to length 40 (each row with its own length, so the padding mask
     python benchmarks/transformer_vs_torch.py [--pairs 12] [--threads 1]
 
 The training step is each library's own: for ours the pieces `run_training` uses on a CPU
-(`use_fast_dropout`: masks from 16-bit draws, chapter 8; `chunked_cross_entropy`, chapter 11b);
-for torch `nn.Transformer`'s `nn.Dropout` and `F.cross_entropy`. Both in float32, no label
+(`use_fast_dropout`: masks from 16-bit draws, chapter 8; `chunked_cross_entropy` and Adam as one
+fused kernel, chapter 11b); for torch `nn.Transformer`'s `nn.Dropout`, `F.cross_entropy` and
+`torch.optim.Adam`'s default. Both in float32, no label
 smoothing (as before these pieces existed; `--plain` times ours with `nn.Dropout` and
 `F.cross_entropy` too, the stacks alone).
 
@@ -158,7 +159,7 @@ def peak_memory_child(name: str, mode: str, threads: int) -> None:
     torch.set_num_threads(threads)
     model = make_model(name)
     src, tgt_in, labels = make_batch()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, fused=name == "ours" and not PLAIN)
     model.train(mode == "train")
     before = _status_bytes("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
@@ -195,7 +196,7 @@ def main() -> None:
 
     ours, theirs = make_models()
     src, tgt_in, labels = make_batch()
-    opts = {"ours": torch.optim.Adam(ours.parameters(), lr=1e-4),
+    opts = {"ours": torch.optim.Adam(ours.parameters(), lr=1e-4, fused=not PLAIN),
             "torch": torch.optim.Adam(theirs.parameters(), lr=1e-4)}
     models = {"ours": ours, "torch": theirs}
 
@@ -228,7 +229,7 @@ def main() -> None:
     result = {
         "config": dict(d_model=D_MODEL, n_heads=HEADS, layers=f"{LAYERS}+{LAYERS}", d_ff=D_FF, vocab=VOCAB,
                        batch=BATCH, length=LENGTH, threads=args.threads, pairs=args.pairs, dropout=0.1,
-                       ours_step="nn.Dropout, F.cross_entropy" if PLAIN else "FastDropout, chunked_cross_entropy"),
+                       ours_step="nn.Dropout, F.cross_entropy, Adam" if PLAIN else "FastDropout, chunked_cross_entropy, fused Adam"),
         "machine": {"torch": torch.__version__, "python": platform.python_version(),
                     "processor": platform.processor() or platform.machine()},
         "train_step": {**summary(train), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in train_peak.items()}},

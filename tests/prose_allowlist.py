@@ -101,6 +101,14 @@ ALLOWED: dict[str, dict[str, str]] = {
         "0.3": "the dropout rate chosen to make the attention-dropout effect visible (input)",
         "0.7": "1 - p = 0.7 for that chosen rate (formula)",
         "30": "the number of Monte Carlo samples an exercise asks for (input)",
+        "16": "16-bit draws: the width in bits of the integers a mask is drawn as (a format)",
+        "65536": "2^16, the number of values of a 16-bit integer (a format)",
+        "65,536": "2^16, the number of values of a 16-bit integer (a format)",
+        "6554": "round(0.1 x 65536), the paper's P_drop at 16-bit resolution (formula)",
+        "256": "chapter 12's model width, d_model = 256 of the cpu-full preset (input)",
+        "1,024": "chapter 12's model d_ff = 1024 of the cpu-full preset; the timed layer's width (inputs)",
+        "1,900": "the timed example's tokens per side, about a cpu-full batch's (chosen input)",
+        "7.8": "4 x 1,900 x 1,024 = 7.8 million entries (arithmetic of the inputs above)",
     },
     "09_parameter_counting": {
         "65": "the paper's base-model parameter count, 65M (Table 3)",
@@ -190,6 +198,9 @@ ALLOWED: dict[str, dict[str, str]] = {
         "6": "chrF's character 6-grams (its definition); the paper's 6 + 6 layers",
         "2014": "WMT 2014, the paper's data set (§5.1)",
         "4.5": "the paper's 4.5 million WMT 2014 English-German pairs (§5.1)",
+        "16": "16-bit draws: the width in bits of the integers a dropout mask is drawn as (a format)",
+        "1,024": "oneDNN's default kernel cache size, ONEDNN_PRIMITIVE_CACHE_CAPACITY (its documentation)",
+        "8,192": "the kernel cache size transformer_lib sets on import (its input, training/hardware.py)",
     },
     "11c_train_cli": {
         "60": "the step count the resumed command asks for (input)",
@@ -206,6 +217,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "95": "the 95th percentile, one of the quantiles the rule shows (input)",
         "100": "batches of 100 sentences; the first 1, 10 and 100 sentences timed (inputs)",
         "4,000": "the training steps an exercise asks for (input)",
+        "16": "16-bit draws: the width in bits of the integers a dropout mask is drawn as (a format)",
     },
     "12b_in_the_browser": {
         "0.6": "the paper's length penalty alpha = 0.6 (§6.1), used by the page's beam search",
