@@ -1,11 +1,13 @@
 """Shared by the benchmark scripts: where results go and how they are written."""
 import json
+import os
 import platform
 from pathlib import Path
 
 import torch
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def machine() -> str:
@@ -20,3 +22,12 @@ def write_result(name: str, result: dict) -> Path:
     out.write_text(json.dumps({**result, "torch": torch.__version__}, indent=2) + "\n")
     print(f"wrote {out}")
     return out
+
+
+def spread_batches(cfg, n_batches: int) -> tuple:
+    """The Multi30k data of `cfg` (`TRANSFORMER_DATA_DIR` or ../shared/data) and `n_batches` training
+    batches of its epoch 0 as `run_training` makes them, spread evenly over the epoch (every k-th)."""
+    from transformer_lib import multi30k_data
+    data = multi30k_data(cfg, os.environ.get("TRANSFORMER_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    epoch = list(data.train_batches(0))
+    return data, epoch[::max(1, len(epoch) // n_batches)][:n_batches]

@@ -26,7 +26,6 @@ loss), the rest; and the ten largest operators. A profile, not a timing test: th
 one machine's.
 """
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -36,11 +35,10 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import machine, write_result  # noqa: E402
+from benchmarks._common import machine, spread_batches, write_result  # noqa: E402
 from transformer_lib import (TrainConfig, Transformer, chunked_cross_entropy, keep_freed_memory,  # noqa: E402
-                             make_optimizer, make_scheduler, multi30k_data, resolve_bf16, use_fast_dropout)
+                             make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
 
-ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
     "matrix products": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"),
     "dropout masks": ("aten::bernoulli_", "aten::random_"),
@@ -53,9 +51,7 @@ GROUPS = {
 def profile_preset(name: str, n_batches: int, now: bool) -> dict:
     cfg = TrainConfig.from_preset(name)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
-    data = multi30k_data(cfg, os.environ.get("TRANSFORMER_DATA_DIR", str(ROOT.parent / "shared" / "data")))
-    epoch = list(data.train_batches(0))
-    batches = epoch[::max(1, len(epoch) // n_batches)][:n_batches]                # spread over the epoch
+    data, batches = spread_batches(cfg, n_batches)                                # spread over epoch 0
     torch.manual_seed(0)
     model = Transformer(cfg.model_config(data.vocab_size, data.pad_id)).train()
     model.validate_args = False

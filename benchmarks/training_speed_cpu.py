@@ -44,15 +44,13 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
     import torch.nn.functional as F
 
     from transformer_lib import (TrainConfig, Transformer, chunked_cross_entropy, keep_freed_memory,
-                                 make_optimizer, make_scheduler, multi30k_data, resolve_bf16,
+                                 make_optimizer, make_scheduler, resolve_bf16,
                                  use_fast_dropout)
 
     cfg = TrainConfig.from_preset(preset)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
-    data_dir = os.environ.get("TRANSFORMER_DATA_DIR", str(ROOT.parent / "shared" / "data"))
-    data = multi30k_data(cfg, data_dir)
-    epoch = list(data.train_batches(0))
-    batches = epoch[::max(1, len(epoch) // n_batches)][:n_batches]     # spread over the epoch
+    from benchmarks._common import spread_batches
+    data, batches = spread_batches(cfg, n_batches)
     torch.manual_seed(0)
     model = Transformer(cfg.model_config(data.vocab_size, data.pad_id)).train()
     model.validate_args = False

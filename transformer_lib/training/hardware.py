@@ -21,7 +21,7 @@ from ..params import transformer_flops
 
 # oneDNN, which runs PyTorch's bf16 matrix products on a CPU, compiles a kernel for every new matrix
 # shape and keeps the last 1,024 of them. A Multi30k epoch's batches come in about 170 shapes, which
-# need more than that, so every step compiled its kernels again (measured in chapter 11b). oneDNN
+# need more than that, so steps kept compiling kernels they had compiled before (chapter 11b). oneDNN
 # reads this variable when it builds its first kernel: set on import, unless the caller chose a value.
 ONEDNN_CACHE_ENV = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 os.environ.setdefault(ONEDNN_CACHE_ENV, "8192")

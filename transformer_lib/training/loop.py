@@ -280,8 +280,8 @@ def _after_step(run: _Run, data: TrainingData, amp: bool, window: _Window, metri
         window.reset()
     if st["step"] % (cfg.snapshot_every or cfg.eval_every) == 0:
         run.snapshot()
-    paused = time.perf_counter()
     if st["step"] % cfg.eval_every == 0 and st["step"] < cfg.steps:
+        paused = time.perf_counter()
         if run.rank == 0:
             rec = _validate(run.model, data, cfg, amp)
             run.note_validation(rec)
@@ -290,8 +290,9 @@ def _after_step(run: _Run, data: TrainingData, amp: bool, window: _Window, metri
             dist.barrier()
         window.pause(paused)                                   # evaluation is not training time
     if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0 and st["step"] < cfg.steps:
+        paused = time.perf_counter()
         run.save(ckpt_path)
-        window.pause(paused)
+        window.pause(paused)                                   # nor is writing a checkpoint
 
 
 def _train(run: _Run, data: TrainingData, amp: bool, metrics: _Metrics, ckpt_path: Optional[Path],
