@@ -73,10 +73,12 @@ $(WEB_VENDOR_STAMP):
 vendor: $(WEB_VENDOR_STAMP)
 
 # The in-browser model (committed under book/_static/translator/model): re-export it from the
-# chapter run in runs/chapter_cpu (chapter 11b; `make train` trains runs/cpu), then commit it.
-WEB_RUN ?= runs/chapter_cpu
+# recorded run in runs/cpu-full (`make train PRESET=cpu-full`), then commit it together with the
+# run's record, which the script copies into results/cpu-full-web.
+WEB_RUN ?= runs/cpu-full
+WEB_RECORD ?= results/cpu-full-web
 web-model: $(STAMP)
-	$(PY) scripts/export_onnx.py --run $(WEB_RUN) --out book/_static/translator/model
+	$(PY) scripts/export_onnx.py --run $(WEB_RUN) --record $(WEB_RECORD) --out book/_static/translator/model
 
 book: export vendor
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

@@ -1,11 +1,17 @@
-// The book's trained Transformer, translating in the reader's browser (chapter 12b).
+// The book's trained Transformer, translating in the reader's browser (chapter 12b): an explorer.
 //
-// Two ONNX graphs exported by transformer_lib.export: encoder.onnx (source ids -> memory) and
-// decoder.onnx (the prefix and the memory -> next-token logits and the cross-attention of the
-// last position). onnxruntime-web runs them in WebAssembly; @huggingface/tokenizers reads the
-// same tokenizer.json as the Python SubwordTokenizer. Both libraries come from the npm registry
-// at build time (`make vendor`) and are served by the book: nothing loads from the internet.
-// Greedy decoding and beam search follow transformer_lib.decoding step for step.
+// Two ONNX graphs exported by transformer_lib.export share one file of weights (weights.bin,
+// ONNX external data): encoder.onnx (source ids -> memory, and every encoder attention score and
+// weight) and decoder.onnx (a prefix and the memory -> the next token's logits, and the self- and
+// cross-attention of the prefix's last position). onnxruntime-web runs them in WebAssembly;
+// @huggingface/tokenizers reads the same tokenizer.json as the Python SubwordTokenizer. Both
+// libraries come from the npm registry at build time (`make vendor`) and are served by the book:
+// nothing loads from the internet. The model files are kept in the browser's Cache Storage, so a
+// second visit downloads none of them.
+//
+// Greedy decoding and beam search follow transformer_lib.decoding step for step (the browser test
+// checks them token for token against Python); sampling follows the rules written next to it.
+// The page holds only #translator and its #tr-status line: this file builds every control.
 import * as ort from "../../translator-vendor/ort/ort.wasm.bundle.min.mjs";
 import { Tokenizer } from "../../translator-vendor/tokenizers/tokenizers.min.mjs";
 
@@ -13,25 +19,120 @@ const MODEL_DIR = new URL("model/", import.meta.url);
 ort.env.wasm.wasmPaths = new URL("../../translator-vendor/ort/", import.meta.url).href;
 ort.env.wasm.numThreads = 1;          // a static page is not cross-origin isolated: no threads
 
+const CACHE_PREFIX = "transformer-book-model-";
+const REDECODE_DELAY_MS = 120;        // a control change waits this long for the next one
+const SUPERSEDED = Symbol("superseded");
+
+// ---- small helpers -------------------------------------------------------------------------------
 const $ = (id) => document.getElementById(id);
 
-// ---- loading -----------------------------------------------------------------------------------
-async function fetchJSON(name) {
-  const r = await fetch(new URL(name, MODEL_DIR));
-  if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
-  return r.json();
+// Resolves in a new task of the event loop (a message, not setTimeout's clamped 4 ms): the page
+// handles clicks and key presses between two decoder steps.
+const channel = new MessageChannel();
+const nextTask = () => new Promise((resolve) => { channel.port1.onmessage = resolve; channel.port2.postMessage(null); });
+
+function h(tag, attrs = {}, ...children) {                          // an HTML element
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  e.append(...children.filter((c) => c !== null && c !== undefined));
+  return e;
 }
 
-async function session(name) {
-  const r = await fetch(new URL(name, MODEL_DIR));
-  if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
-  return ort.InferenceSession.create(new Uint8Array(await r.arrayBuffer()), { executionProviders: ["wasm"] });
+const SVG = "http://www.w3.org/2000/svg";
+function s(name, attrs = {}, text) {                                // an SVG element
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
 }
 
-async function load() {
+// `color` mixed with white: t of the colour, 1 - t of white (book/diagrams.py's light()).
+function light(color, t) {
+  const mix = [1, 3, 5].map((i) => Math.round(255 - t * (255 - parseInt(color.slice(i, i + 2), 16))));
+  return "#" + mix.map((c) => c.toString(16).padStart(2, "0").toUpperCase()).join("");
+}
+
+const mb = (bytes) => (bytes / 1e6).toFixed(1);
+const pct = (p) => `${(100 * p).toFixed(1)}%`;
+const shorten = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
+
+// ---- loading: checksums, Cache Storage, a byte counter ----------------------------------------------
+async function sha256Hex(bytes) {                                   // null where crypto.subtle is missing
+  if (!globalThis.crypto?.subtle) return null;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function matches(bytes, sha256) {
+  const got = await sha256Hex(bytes);
+  return got === null || got === sha256;
+}
+
+// The cache of this model (named after its weights' checksum); caches of older models are deleted.
+async function openCache(meta) {
+  if (!globalThis.caches) return null;
+  try {
+    const name = CACHE_PREFIX + meta.files.weights.sha256.slice(0, 16);
+    for (const old of await caches.keys()) if (old.startsWith(CACHE_PREFIX) && old !== name) await caches.delete(old);
+    return await caches.open(name);
+  } catch {
+    return null;                                                    // storage switched off: just fetch
+  }
+}
+
+// Fetch `url`, counting the bytes as they arrive; mode "reload" goes past the browser's HTTP cache.
+async function download(url, mode, progress) {
+  const r = await fetch(url, { cache: mode });
+  if (!r.ok) throw new Error(`${url.pathname.split("/").pop()}: HTTP ${r.status}`);
+  const parts = [];
+  let n = 0;
+  const reader = r.body.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    parts.push(chunk.value);
+    n += chunk.value.length;
+    progress.add(chunk.value.length);
+  }
+  const bytes = new Uint8Array(n);
+  let offset = 0;
+  for (const p of parts) { bytes.set(p, offset); offset += p.length; }
+  return bytes;
+}
+
+// One model file (an entry of model.json's `files`): from the cache if it is there with the right
+// checksum, else from the network (verified, then stored in the cache).
+async function loadFile(file, cache, progress) {
+  const url = new URL(file.name, MODEL_DIR), key = `${url.href}?sha256=${file.sha256}`;
+  const hit = cache && (await cache.match(key).catch(() => undefined));
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    if (await matches(bytes, file.sha256)) { progress.add(bytes.length); return { bytes, cached: true }; }
+  }
+  for (const mode of ["default", "reload"]) {
+    const bytes = await download(url, mode, progress);
+    if (await matches(bytes, file.sha256)) {
+      if (cache) await cache.put(key, new Response(bytes)).catch(() => {});
+      return { bytes, cached: false };
+    }
+    progress.add(-bytes.length);                                    // a stale copy: count it out, retry
+  }
+  throw new Error(`${file.name} does not match its checksum in model.json; reload the page`);
+}
+
+async function load(meta, progress) {
   const t0 = performance.now();
-  const [meta, tokJson] = await Promise.all([fetchJSON("model.json"), fetchJSON("tokenizer.json")]);
-  const [encoder, decoder] = await Promise.all([session(meta.files.encoder.name), session(meta.files.decoder.name)]);
+  const cache = await openCache(meta);
+  const names = ["encoder", "decoder", "weights", "tokenizer"];
+  const files = await Promise.all(names.map((n) => loadFile(meta.files[n], cache, progress)));
+  const [encBytes, decBytes, weights, tokBytes] = files.map((f) => f.bytes);
+  progress.preparing();
+  const options = { executionProviders: ["wasm"], externalData: [{ path: meta.files.weights.name, data: weights }] };
+  const encoder = await ort.InferenceSession.create(encBytes, options);
+  const decoder = await ort.InferenceSession.create(decBytes, options);
+  const tokJson = JSON.parse(new TextDecoder().decode(tokBytes));
   const tokenizer = new Tokenizer(tokJson, {});
   // Every character the vocabulary contains: anything else would become <unk>.
   const known = new Set(), pieces = [];
@@ -39,148 +140,33 @@ async function load() {
     pieces[id] = piece;
     if (!/^<.*>$/.test(piece)) for (const ch of piece) known.add(ch);
   }
-  return { meta, encoder, decoder, tokenizer, known, pieces, loadMs: performance.now() - t0 };
+  const source = files.every((f) => f.cached) ? "cache" : "network";
+  return { meta, encoder, decoder, tokenizer, known, pieces, source, loadMs: performance.now() - t0 };
 }
 
-// ---- the model -----------------------------------------------------------------------------------
-async function encode(m, srcIds) {
-  const src = new ort.Tensor("int64", BigInt64Array.from(srcIds, BigInt), [1, srcIds.length]);
-  return (await m.encoder.run({ src })).memory;                         // (1, S, d_model)
-}
-
-function tile(memory, n) {                                             // (1, S, d) -> (n, S, d)
-  const [, S, d] = memory.dims;
-  const data = new Float32Array(n * S * d);
-  for (let i = 0; i < n; i++) data.set(memory.data, i * S * d);
-  return new ort.Tensor("float32", data, [n, S, d]);
-}
-
-async function step(m, rows, memory) {                                 // rows: N prefixes of equal length
-  const N = rows.length, T = rows[0].length;
-  const flat = new BigInt64Array(N * T);
-  rows.forEach((r, i) => r.forEach((t, j) => { flat[i * T + j] = BigInt(t); }));
-  const out = await m.decoder.run({ tokens: new ort.Tensor("int64", flat, [N, T]), memory });
-  return { logits: out.logits, cross: out.cross_attention };           // (N, V), (layers, N, h, S)
-}
-
-function crossRow(cross, i) {          // the cross-attention of row i: Float32Array (layers * h * S)
-  const [L, N, h, S] = cross.dims;
-  const row = new Float32Array(L * h * S);
-  for (let l = 0; l < L; l++) row.set(cross.data.subarray((l * N + i) * h * S, (l * N + i + 1) * h * S), l * h * S);
-  return row;
-}
-
-function argmax(a, off, n) {           // first index of the largest value, as torch.argmax
-  let best = 0, v = a[off];
-  for (let j = 1; j < n; j++) if (a[off + j] > v) { v = a[off + j]; best = j; }
-  return best;
-}
-
-async function greedy(m, srcIds, maxLen) {
-  const { bos_id, eos_id } = m.meta.special;
-  const memory = await encode(m, srcIds);
-  const out = [bos_id], attn = [];
-  for (let t = 1; t < maxLen; t++) {
-    const { logits, cross } = await step(m, [out], memory);
-    const next = argmax(logits.data, 0, logits.dims[1]);
-    out.push(next);
-    attn.push(crossRow(cross, 0));
-    if (next === eos_id) break;
-  }
-  return { ids: out, attn };
-}
-
-function logSoftmax(a, off, n) {                                      // in float32, as PyTorch
-  let mx = -Infinity;
-  for (let j = 0; j < n; j++) mx = Math.max(mx, a[off + j]);
-  let sum = 0;
-  for (let j = 0; j < n; j++) sum += Math.exp(a[off + j] - mx);
-  const lse = mx + Math.log(sum), out = new Float32Array(n);
-  for (let j = 0; j < n; j++) out[j] = a[off + j] - lse;
-  return out;
-}
-
-const lengthPenalty = (len, alpha) => ((5 + len) / 6) ** alpha;        // Wu et al. (2016)
-
-async function beam(m, srcIds, maxLen, K, alpha) {
-  // transformer_lib.decoding.beam_search for one sentence: K hypotheses, 2K candidates per step,
-  // finished hypotheses scored log P / lp(|Y|), early stop when no live one can win.
-  const { bos_id, eos_id, pad_id } = m.meta.special;
-  const memory = tile(await encode(m, srcIds), K);
-  let tokens = Array.from({ length: K }, () => [bos_id]);
-  let attn = Array.from({ length: K }, () => []);
-  let scores = Float32Array.from({ length: K }, (_, k) => (k === 0 ? 0 : -Infinity));
-  const finished = [];
-  let done = false;
-  const longest = maxLen - 1;
-  for (let t = 1; t < maxLen; t++) {
-    const { logits, cross } = await step(m, tokens, memory);
-    const V = logits.dims[1];
-    const cand = [];                                                 // the 2K best (score, beam, token)
-    for (let k = 0; k < K; k++) {
-      if (scores[k] === -Infinity) continue;
-      const lp = logSoftmax(logits.data, k * V, V);
-      for (let v = 0; v < V; v++) {
-        const s = Math.fround(scores[k] + lp[v]);
-        if (cand.length < 2 * K || s > cand[cand.length - 1][0]) {
-          let i = cand.length;
-          while (i > 0 && cand[i - 1][0] < s) i--;
-          cand.splice(i, 0, [s, k, v]);
-          if (cand.length > 2 * K) cand.pop();
-        }
-      }
-    }
-    const lpT = lengthPenalty(t, alpha);
-    const newScores = new Float32Array(K).fill(-Infinity), newBeam = new Array(K).fill(0), newTok = new Array(K).fill(pad_id);
-    let j = 0;
-    for (let r = 0; r < cand.length && j < K; r++) {
-      const [s, b, tok] = cand[r];
-      if (tok === eos_id) {
-        if (r < K) finished.push({ score: s / lpT, ids: [...tokens[b], eos_id], attn: [...attn[b], crossRow(cross, b)] });
-        continue;
-      }
-      newScores[j] = s; newBeam[j] = b; newTok[j] = tok; j++;
-    }
-    if (finished.length) {
-      const bestDone = Math.max(...finished.map((f) => f.score));
-      const alive = Math.max(...newScores);
-      const bound = alive / Math.max(lengthPenalty(t + 1, alpha), lengthPenalty(longest, alpha));
-      if (alive === -Infinity || bestDone >= bound) done = true;
-    }
-    attn = newBeam.map((b) => [...attn[b], crossRow(cross, b)]);
-    tokens = newBeam.map((b, k) => [...tokens[b], newTok[k]]);
-    scores = newScores;
-    if (done) break;
-  }
-  if (!done || !finished.length) {
-    const lGen = tokens[0].length - 1;
-    for (let k = 0; k < K; k++) {
-      if (scores[k] > -Infinity) finished.push({ score: scores[k] / lengthPenalty(lGen, alpha), ids: tokens[k], attn: attn[k] });
-    }
-  }
-  let best = finished[0];
-  for (const f of finished) if (f.score > best.score) best = f;
-  return best;
-}
-
-// ---- checks on the input -----------------------------------------------------------------------
+// ---- checks on the input -------------------------------------------------------------------------
 // What a person types or pastes, written the way the Multi30k captions are: Unicode NFC (one code
 // point for "ü", never "u" + a combining diaeresis), one plain space between words (newlines,
 // tabs, no-break and thin spaces, runs of them), nothing at either end, and the few typographic
-// variants the captions never use replaced by the ones they do. Only what is still unknown after
-// this is refused.
+// variants the captions never use replaced by the ones they do. A quotation mark the vocabulary
+// lacks becomes the nearest one it has (QUOTES). Only what is still unknown after this is refused.
 const VARIANTS = [[/[\u2014\u2012\u2015\u2212]/g, "\u2013"],       // em dash, figure dash, minus -> en dash
   [/[\u2010\u2011]/g, "-"],                                        // hyphen, no-break hyphen -> "-"
   [/[\u00bb\u00ab]/g, (q) => (q === "\u00bb" ? "\u201e" : "\u201c")],   // »German« -> „German“
-  [/[\u201a\u2032\u00b4]/g, "'"], [/\u2026/g, "..."]];              // low single quote, prime, acute; ellipsis
-function normaliseInput(text) {
+  [/[\u203a\u2039]/g, (q) => (q === "\u203a" ? "\u201a" : "\u2018")],   // ›German‹ -> ‚German‘
+  [/[\u2032\u00b4]/g, "'"], [/\u2026/g, "..."]];                    // prime, acute accent; ellipsis
+const QUOTES = {                                                    // in order of preference
+  "\u201e": ["\""], "\u201c": ["\""], "\u201d": ["\u201c", "\""], "\u201f": ["\u201c", "\""],   // „ “ ” ‟
+  "\u201a": ["'"], "\u2018": ["'"], "\u2019": ["'"], "\u201b": ["\u2018", "'"],                // ‚ ‘ ’ ‛
+};
+function normaliseInput(text, known) {
   let t = text.normalize("NFC").replace(/\s+/gu, " ").trim();
   for (const [pattern, to] of VARIANTS) t = t.replace(pattern, to);
-  return t;
+  return [...t].map((ch) => (known.has(ch) ? ch : (QUOTES[ch] || []).find((q) => known.has(q)) ?? ch)).join("");
 }
 
 function checkInput(m, raw) {
-  const text = normaliseInput(raw);
+  const text = normaliseInput(raw, m.known);
   if (!text) return { error: "Type a German sentence first." };
   const unknown = [...new Set([...text].filter((ch) => ch !== " " && !m.known.has(ch)))];
   if (unknown.length) {
@@ -200,146 +186,698 @@ function checkInput(m, raw) {
   return { ids, text };
 }
 
-// ---- drawing the cross-attention ---------------------------------------------------------------
+// ---- running the two graphs ------------------------------------------------------------------------
+// Every session.run is counted on #translator (data-encoder-runs, data-decoder-runs).
+async function encode(m, srcIds) {
+  const src = new ort.Tensor("int64", BigInt64Array.from(srcIds, BigInt), [1, srcIds.length]);
+  const out = await m.encoder.run({ src });
+  m.counted("encoderRuns");
+  return { srcIds, memory: out.memory, scores: out.enc_scores.data, attention: out.enc_attention.data };
+}
+
+function tile(memory, n) {                                             // (1, S, d) -> (n, S, d)
+  const [, S, d] = memory.dims;
+  const data = new Float32Array(n * S * d);
+  for (let i = 0; i < n; i++) data.set(memory.data, i * S * d);
+  return new ort.Tensor("float32", data, [n, S, d]);
+}
+
+async function step(m, rows, memory) {                                 // rows: N prefixes of equal length
+  const N = rows.length, T = rows[0].length;
+  const flat = new BigInt64Array(N * T);
+  rows.forEach((r, i) => r.forEach((t, j) => { flat[i * T + j] = BigInt(t); }));
+  const out = await m.decoder.run({ tokens: new ort.Tensor("int64", flat, [N, T]), memory });
+  m.counted("decoderRuns");
+  return out;                          // logits (N, V), self_attention (L, N, h, T), cross_attention (L, N, h, S)
+}
+
+function rowOf(tensor, i) {            // row i of an (L, N, h, X) tensor: Float32Array (L * h * X)
+  const [L, N, hh, X] = tensor.dims, w = hh * X;
+  const row = new Float32Array(L * w);
+  for (let l = 0; l < L; l++) row.set(tensor.data.subarray((l * N + i) * w, (l * N + i + 1) * w), l * w);
+  return row;
+}
+
+// What the views need of one decoder step, for row i: its logits and its attention rows.
+function record(out, i) {
+  const V = out.logits.dims[1];
+  return { logits: out.logits.data.slice(i * V, (i + 1) * V), self: rowOf(out.self_attention, i), cross: rowOf(out.cross_attention, i) };
+}
+
+// ---- decoding ------------------------------------------------------------------------------------
+function argmax(a, off, n) {           // first index of the largest value, as torch.argmax
+  let best = 0, v = a[off];
+  for (let j = 1; j < n; j++) if (a[off + j] > v) { v = a[off + j]; best = j; }
+  return best;
+}
+
+function logSoftmax(a, off, n) {                                      // in float32, as PyTorch
+  let mx = -Infinity;
+  for (let j = 0; j < n; j++) mx = Math.max(mx, a[off + j]);
+  let sum = 0;
+  for (let j = 0; j < n; j++) sum += Math.exp(a[off + j] - mx);
+  const lse = mx + Math.log(sum), out = new Float32Array(n);
+  for (let j = 0; j < n; j++) out[j] = a[off + j] - lse;
+  return out;
+}
+
+function softmaxT(logits, T) {                                        // softmax(logits / T) in float64
+  const n = logits.length, p = new Float64Array(n);
+  let mx = -Infinity;
+  for (let j = 0; j < n; j++) mx = Math.max(mx, logits[j] / T);
+  let sum = 0;
+  for (let j = 0; j < n; j++) { p[j] = Math.exp(logits[j] / T - mx); sum += p[j]; }
+  for (let j = 0; j < n; j++) p[j] /= sum;
+  return p;
+}
+
+// Greedy decoding and sampling: one row, one decoder run per output token. `choose` picks the next
+// token from the logits; `pause` lets the page handle its events, and throws when a newer request
+// has replaced this one.
+async function decodeOneRow(m, memory, maxLen, choose, pause) {
+  const { bos_id, eos_id } = m.meta.special;
+  const ids = [bos_id], steps = [];
+  for (let t = 1; t < maxLen; t++) {
+    const out = await step(m, [ids], memory);
+    await pause();
+    const rec = record(out, 0);
+    const next = choose(rec.logits);
+    ids.push(next);
+    steps.push(rec);
+    if (next === eos_id) break;
+  }
+  return { ids, steps };
+}
+
+const greedyChoice = (logits) => argmax(logits, 0, logits.length);
+
+// Sampling. p = softmax(logits / T); top-k keeps the k largest p (ties at the k-th value kept);
+// top-p keeps tokens, in descending order, while the mass of the strictly more likely tokens is
+// below p (so at least one); both filters act on p and the kept tokens are renormalised; one draw
+// u of mulberry32(seed) per step picks by the inverse CDF over the kept tokens in descending order
+// (ties by token id). T = 0 and top-k = 1 mean argmax: exactly greedy.
+function mulberry32(seed) {
+  let a = seed | 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const isArgmax = (o) => o.temperature === 0 || o.topK === 1;
+
+function keptTokens(p, topK, topP) {                                  // token ids, most likely first
+  const order = Array.from(p.keys()).sort((a, b) => p[b] - p[a] || a - b);
+  let n = order.length;
+  if (topK > 0 && topK < n) {
+    const kth = p[order[topK - 1]];
+    for (n = topK; n < order.length && p[order[n]] === kth; n++);
+  }
+  if (topP < 1) {
+    let cum = 0, better = 0, i = 0;
+    for (; i < n; i++) {
+      if (i > 0 && p[order[i]] !== p[order[i - 1]]) better = cum;  // mass of the strictly better tokens
+      if (better >= topP) break;
+      cum += p[order[i]];
+    }
+    n = i;
+  }
+  return order.slice(0, n);
+}
+
+function sampler(o) {
+  if (isArgmax(o)) return greedyChoice;
+  const rng = mulberry32(o.seed);
+  return (logits) => {
+    const p = softmaxT(logits, o.temperature), kept = keptTokens(p, o.topK, o.topP), u = rng();
+    let total = 0, cdf = 0;
+    for (const i of kept) total += p[i];
+    for (const i of kept) { cdf += p[i] / total; if (u < cdf) return i; }
+    return kept[kept.length - 1];
+  };
+}
+
+const lengthPenalty = (len, alpha) => ((5 + len) / 6) ** alpha;        // Wu et al. (2016)
+
+// The 2K best (score, beam, token) of a step: score = the beam's score + the token's log-probability.
+function bestCandidates(logits, scores, K) {
+  const V = logits.dims[1], cand = [];
+  for (let k = 0; k < K; k++) {
+    if (scores[k] === -Infinity) continue;
+    const lp = logSoftmax(logits.data, k * V, V);
+    for (let v = 0; v < V; v++) {
+      const sc = Math.fround(scores[k] + lp[v]);
+      if (cand.length < 2 * K || sc > cand[cand.length - 1][0]) {
+        let i = cand.length;
+        while (i > 0 && cand[i - 1][0] < sc) i--;
+        cand.splice(i, 0, [sc, k, v]);
+        if (cand.length > 2 * K) cand.pop();
+      }
+    }
+  }
+  return cand;
+}
+
+async function beam(m, memory1, maxLen, K, alpha, pause) {
+  // transformer_lib.decoding.beam_search for one sentence: K hypotheses, 2K candidates per step,
+  // finished hypotheses scored log P / lp(|Y|), early stop when no live one can win. Also kept:
+  // the step records of every hypothesis's path, and the tree (every step's 2K candidates).
+  const { bos_id, eos_id, pad_id } = m.meta.special;
+  const memory = tile(memory1, K);
+  let tokens = Array.from({ length: K }, () => [bos_id]);
+  let paths = Array.from({ length: K }, () => []);
+  let scores = Float32Array.from({ length: K }, (_, k) => (k === 0 ? 0 : -Infinity));
+  const finished = [], tree = [];
+  let done = false;
+  const longest = maxLen - 1;
+  for (let t = 1; t < maxLen; t++) {
+    const out = await step(m, tokens, memory);
+    await pause();
+    const cand = bestCandidates(out.logits, scores, K);
+    const records = new Map(), rec = (b) => records.get(b) ?? records.set(b, record(out, b)).get(b);
+    const lpT = lengthPenalty(t, alpha);
+    const newScores = new Float32Array(K).fill(-Infinity), newBeam = new Array(K).fill(0), newTok = new Array(K).fill(pad_id);
+    const column = [];
+    let j = 0;
+    cand.forEach(([sc, b, tok], r) => {
+      const node = { token: tok, parent: b, logp: sc, status: "pruned", prefix: [...tokens[b].slice(1), tok] };
+      column.push(node);
+      if (tok === eos_id) {
+        if (r < K) {
+          node.status = "finished";
+          node.score = sc / lpT;
+          finished.push({ score: node.score, ids: [...tokens[b], eos_id], steps: [...paths[b], rec(b)] });
+        }
+      } else if (j < K) {
+        node.status = "kept";
+        newScores[j] = sc; newBeam[j] = b; newTok[j] = tok; j++;
+      }
+    });
+    tree.push(column);
+    if (finished.length) {
+      const bestDone = Math.max(...finished.map((f) => f.score));
+      const alive = Math.max(...newScores);
+      const bound = alive / Math.max(lengthPenalty(t + 1, alpha), lengthPenalty(longest, alpha));
+      if (alive === -Infinity || bestDone >= bound) done = true;
+    }
+    paths = newBeam.map((b) => [...paths[b], rec(b)]);
+    tokens = newBeam.map((b, k) => [...tokens[b], newTok[k]]);
+    scores = newScores;
+    if (done) break;
+  }
+  if (done) {                          // live hypotheses the search stopped with: "left", as in chapter 10
+    for (const node of tree[tree.length - 1]) if (node.status === "kept") node.status = "pruned";
+  } else {                             // max_len reached: the live hypotheses compete too
+    const lGen = tokens[0].length - 1;
+    for (let k = 0; k < K; k++) {
+      if (scores[k] > -Infinity) finished.push({ score: scores[k] / lengthPenalty(lGen, alpha), ids: tokens[k], steps: paths[k] });
+    }
+  }
+  let best = finished[0];
+  for (const f of finished) if (f.score > best.score) best = f;
+  return { ids: best.ids, steps: best.steps, tree };
+}
+
+// ---- views: the next-token bars --------------------------------------------------------------------
+function drawBars(ui, m, res, o, t) {
+  const rec = res.steps[t - 1], chosen = res.ids[t];
+  const T = o.temperature > 0 ? o.temperature : 1;
+  const p = softmaxT(rec.logits, T);
+  const top = Array.from(p.keys()).sort((a, b) => p[b] - p[a] || a - b).slice(0, 10);
+  // Tokens sampling could not have drawn: removed by top-k / top-p (or all but the top one for argmax).
+  const kept = res.method !== "sample" ? null
+    : new Set(isArgmax(o) ? [greedyChoice(rec.logits)] : keptTokens(p, o.topK, o.topP));
+  const mass = top.reduce((acc, id) => acc + p[id], 0);
+  const prefix = res.ids.slice(0, t).map((id) => m.pieces[id]).join(" ");
+  const bars = top.map((id) => {
+    const excluded = kept && !kept.has(id);
+    return h("div", { class: "tr-bar" + (excluded ? " tr-bar-excluded" : ""), "data-token": id, "data-piece": m.pieces[id],
+      "data-p": String(p[id]), "data-chosen": id === chosen ? "1" : null, title: `${m.pieces[id]} (id ${id}): p = ${p[id]}` },
+    h("span", { class: "tr-bar-piece" }, m.pieces[id]),
+    h("span", { class: "tr-bar-track" }, h("span", { class: "tr-bar-fill", style: `width:${(100 * p[id]).toFixed(2)}%` })),
+    h("span", { class: "tr-bar-p" }, pct(p[id])),
+    h("span", { class: "tr-bar-mark", title: id === chosen ? "the token the decoder chose" : null }, id === chosen ? "◀" : ""));
+  });
+  const notes = [`these 10 tokens hold ${pct(mass)} of the probability`, "◀ marks the token the decoder chose"];
+  if (!top.includes(chosen)) notes.push(`the chosen token “${m.pieces[chosen]}” (p = ${pct(p[chosen])}) is not among them`);
+  if (kept) notes.push("greyed: removed by top-k / top-p before the draw");
+  ui.bars.dataset.mass = String(mass);
+  ui.bars.replaceChildren(
+    h("p", { class: "tr-note" }, `After “${prefix}”, the ten most likely next tokens at temperature ${T}` +
+      (o.temperature === 0 ? " (T = 0 picks the top token; the bars show T = 1)" : "") + ":"),
+    ...bars, h("p", { class: "tr-note" }, notes.join("; ") + "."));
+}
+
+// The output tokens, the one at the chosen position marked, its future faded.
+function drawTokens(ui, m, res, t) {
+  ui.tokens.replaceChildren(...res.ids.map((id, i) =>
+    h("span", { class: "tr-token" + (i === t ? " tr-token-now" : i > t ? " tr-token-later" : "") }, m.pieces[id])));
+}
+
+// ---- views: the beam tree (chapter 10's style) ---------------------------------------------------------
+function drawBeamTree(container, m, res, palette) {
+  const dec = palette.decoder, ink = palette.ink, muted = palette.muted;
+  const colw = 146, rowh = 46, boxw = 116, rows = Math.max(...res.tree.map((c) => c.length));
+  const best = res.ids.slice(1);
+  const W = 70 + (res.tree.length + 1) * colw, H = 60 + rows * rowh + 10, yMid = 50 + (rows * rowh) / 2;
+  const svg = s("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", class: "tr-tree" });
+  svg.appendChild(s("title", {}, `Beam search tree: ${res.tree.length} steps, ${rows} candidates each`));
+  svg.appendChild(s("rect", { x: 14, y: yMid - 14, width: 64, height: 28, rx: 5, fill: light(dec, 0.16), stroke: dec, "stroke-width": 1.6 }));
+  svg.appendChild(s("text", { x: 46, y: yMid + 4, "text-anchor": "middle", class: "tr-tree-tok" }, "<bos>"));
+  let prevPos = [[78, yMid]];
+  res.tree.forEach((column, t) => {
+    const x = 40 + (t + 1) * colw, keptPos = [];
+    svg.appendChild(s("text", { x: x + boxw / 2, y: 30, "text-anchor": "middle", class: "tr-tree-step" }, `step ${t + 1}`));
+    column.forEach((node, r) => {
+      const y = 50 + r * rowh, pruned = node.status === "pruned";
+      const onBest = !pruned && node.prefix.every((tok, i) => best[i] === tok);
+      const [px, py] = prevPos[node.parent] ?? prevPos[0];
+      const g = s("g", { class: "tr-beam-node", "data-step": t + 1, "data-token": node.token, "data-status": node.status,
+        "data-logp": String(node.logp), "data-parent": node.parent });
+      g.appendChild(s("title", {}, `${node.prefix.map((id) => m.pieces[id]).join(" ")}: log P = ${node.logp.toFixed(3)}` +
+        (node.score !== undefined ? `, score ${node.score.toFixed(3)}` : "") + ` (${node.status})`));
+      g.appendChild(s("polyline", { points: `${px},${py} ${x - 2},${y + 13}`, fill: "none",
+        stroke: onBest ? ink : pruned ? "#D4D4D4" : muted, "stroke-width": onBest ? 2.2 : 1, "stroke-dasharray": pruned ? "5 3" : "none" }));
+      g.appendChild(s("rect", { x, y, width: boxw, height: 26, rx: 5, "stroke-width": 1.2, stroke: pruned ? "#BBBBBB" : dec,
+        fill: onBest ? light(dec, 0.45) : pruned ? "#F7F7F7" : light(dec, 0.12), "stroke-dasharray": pruned ? "5 3" : "none" }));
+      if (node.status === "finished") {
+        g.appendChild(s("rect", { x: x - 3, y: y - 3, width: boxw + 6, height: 32, rx: 6, fill: "none", stroke: dec, "stroke-width": 1 }));
+        g.appendChild(s("text", { x: x + boxw / 2, y: y + 41, "text-anchor": "middle", class: "tr-tree-score", fill: dec }, `score ${node.score.toFixed(2)}`));
+      }
+      g.appendChild(s("text", { x: x + boxw / 2, y: y + 17, "text-anchor": "middle", class: "tr-tree-tok", fill: pruned ? "#9A9A9A" : ink,
+        "font-weight": onBest ? "bold" : "normal" }, `${shorten(m.pieces[node.token], 9)} (${node.logp.toFixed(2)})`));
+      svg.appendChild(g);
+      if (node.status === "kept") keptPos.push([x + boxw, y + 13]);
+    });
+    prevPos = keptPos.length ? keptPos : prevPos;
+  });
+  container.replaceChildren(svg);
+}
+
+// The legend of the tree, as in chapter 10 (HTML, so that it wraps on a narrow screen).
+function beamLegend(palette) {
+  const dec = palette.decoder;
+  const item = (fill, stroke, dash, double, label) => h("span", { class: "tr-legend-item" },
+    h("span", { class: "tr-swatch" + (double ? " tr-swatch-double" : ""), style: `background:${fill};border:1px ${dash ? "dashed" : "solid"} ${stroke};` +
+      (double ? `outline:1px solid ${dec};` : "") }), label);
+  return h("div", { class: "tr-legend" },
+    item(light(dec, 0.12), dec, false, false, "kept"),
+    item("#F7F7F7", "#BBBBBB", true, false, "pruned, or left when the search stopped"),
+    item("#FFFFFF", dec, false, true, "finished: score = log P / ((5 + |Y|) / 6)^α"),
+    item(light(dec, 0.45), dec, false, false, "the returned output"));
+}
+
+// ---- views: attention maps -----------------------------------------------------------------------------
 const VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"];
 function viridis(x) {                                               // x in [0, 1]
   const p = Math.min(Math.max(x, 0), 1) * (VIRIDIS.length - 1), i = Math.floor(p), f = p - i;
   if (i >= VIRIDIS.length - 1) return VIRIDIS[VIRIDIS.length - 1];
-  const c = (h) => [1, 3, 5].map((k) => parseInt(h.slice(k, k + 2), 16));
+  const c = (hex) => [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16));
   const a = c(VIRIDIS[i]), b = c(VIRIDIS[i + 1]);
   return `rgb(${a.map((v, k) => Math.round(v + f * (b[k] - v))).join(",")})`;
 }
 
-function attentionMatrix(m, rows, srcLen, choice) {                  // choice: "layer:head" or "layer:mean"
-  const { n_heads: h } = m.meta.config;
-  const [layer, head] = choice.split(":");
-  const l = Number(layer);
-  return rows.map((row) => {
-    const out = new Float32Array(srcLen);
-    const heads = head === "mean" ? [...Array(h).keys()] : [Number(head)];
-    for (const hd of heads) for (let s = 0; s < srcLen; s++) out[s] += row[(l * h + hd) * srcLen + s] / heads.length;
-    return out;
-  });
+// One attention weight of head `head`, or of their mean ("mean"); read(hd) gives head hd's weight.
+function headValue(nHeads, head, read) {
+  if (head !== "mean") return read(Number(head));
+  let sum = 0;
+  for (let hd = 0; hd < nHeads; hd++) sum += read(hd);
+  return sum / nHeads;
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-function el(name, attrs, text) {
-  const e = document.createElementNS(SVG, name);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
+// The matrix of a map: rows of weights, null for a masked cell; row and column labels; axis names.
+function attentionMatrix(m, res, kind, layer, head) {
+  const enc = res.enc;
+  const { n_heads: nh } = m.meta.config, l = layer - 1, S = enc.srcIds.length, n = res.ids.length - 1;
+  const src = enc.srcIds.map((id) => m.pieces[id]), out = res.ids.slice(1).map((id) => m.pieces[id]);
+  if (kind === "enc") {
+    const rows = src.map((_, i) => src.map((__, j) => headValue(nh, head, (hd) => enc.attention[((l * nh + hd) * S + i) * S + j])));
+    return { rows, rowLabels: src, colLabels: src, rowAxis: "source token (query)", colAxis: "source token (key)" };
+  }
+  if (kind === "cross") {
+    const rows = res.steps.map((r) => src.map((_, j) => headValue(nh, head, (hd) => r.cross[(l * nh + hd) * S + j])));
+    return { rows, rowLabels: out, colLabels: src, rowAxis: "output token (query)", colAxis: "source token (key)" };
+  }
+  // dec: the step that wrote output token t attends over the prefix <bos> y1 … y(t-1); later positions are masked.
+  const prefix = res.ids.slice(0, n).map((id) => m.pieces[id]);
+  const rows = res.steps.map((r, i) => prefix.map((_, j) =>
+    j <= i ? headValue(nh, head, (hd) => r.self[(l * nh + hd) * (i + 1) + j]) : null));
+  return { rows, rowLabels: out, colLabels: prefix, rowAxis: "output token (query: the step that wrote it)", colAxis: "prefix token (key)" };
 }
 
-function drawAttention(container, matrix, xLabels, yLabels, title, colors) {
-  const cell = 26, left = 34 + 7.5 * Math.max(...yLabels.map((s) => s.length)), top = 40;
-  const bottom = 14 + 7.5 * Math.max(...xLabels.map((s) => s.length)) + 28;
-  const W = Math.max(left + cell * xLabels.length + 90, 20 + 8 * title.length), H = top + cell * yLabels.length + bottom;
-  const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", class: "tr-map" });
-  svg.appendChild(el("title", {}, title));
-  svg.appendChild(el("text", { x: 12, y: 18, class: "tr-map-title" }, title));
-  const vmax = Math.max(1e-9, ...matrix.map((r) => Math.max(...r)));
-  matrix.forEach((row, i) => row.forEach((w, j) => {
-    const r = el("rect", { x: left + j * cell, y: top + i * cell, width: cell, height: cell, fill: viridis(w / vmax) });
-    r.appendChild(el("title", {}, `${yLabels[i]} → ${xLabels[j]}: ${w.toFixed(3)}`));
-    svg.appendChild(r);
+function drawAttention(container, map, title, palette) {
+  const { rows, rowLabels, colLabels } = map;
+  const cell = 24, left = 30 + 7.2 * Math.max(...rowLabels.map((t) => t.length)), top = 34;
+  const bottom = 14 + 7.2 * Math.max(...colLabels.map((t) => t.length)) + 26;
+  const W = Math.max(left + cell * colLabels.length + 80, 20 + 7.5 * title.length), H = top + cell * rowLabels.length + bottom;
+  const svg = s("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", class: "tr-map" });
+  svg.appendChild(s("title", {}, title));
+  svg.appendChild(s("text", { x: 8, y: 18, class: "tr-map-title" }, title));
+  const vmax = Math.max(1e-9, ...rows.flat().filter((w) => w !== null));
+  const masked = light(palette.mask, 0.15);
+  rows.forEach((row, i) => row.forEach((w, j) => {
+    const rect = s("rect", { x: left + j * cell, y: top + i * cell, width: cell, height: cell, "data-row": i, "data-col": j,
+      "data-w": w === null ? "0" : String(w), fill: w === null ? masked : viridis(w / vmax), stroke: w === null ? "#FFFFFF" : "none" });
+    rect.appendChild(s("title", {}, `${rowLabels[i]} → ${colLabels[j]}: ${w === null ? "masked (a later position)" : w.toFixed(3)}`));
+    svg.appendChild(rect);
   }));
-  yLabels.forEach((s, i) => svg.appendChild(el("text", { x: left - 6, y: top + i * cell + cell / 2 + 4, "text-anchor": "end", class: "tr-tok" }, s)));
-  xLabels.forEach((s, j) => {
-    const x = left + j * cell + cell / 2 + 4, y = top + yLabels.length * cell + 8;
-    svg.appendChild(el("text", { x, y, transform: `rotate(-90 ${x} ${y})`, "text-anchor": "end", class: "tr-tok" }, s));
+  rowLabels.forEach((t, i) => svg.appendChild(s("text", { x: left - 6, y: top + i * cell + cell / 2 + 4, "text-anchor": "end", class: "tr-tok" }, t)));
+  colLabels.forEach((t, j) => {
+    const x = left + j * cell + cell / 2 + 4, y = top + rowLabels.length * cell + 8;
+    svg.appendChild(s("text", { x, y, transform: `rotate(-90 ${x} ${y})`, "text-anchor": "end", class: "tr-tok" }, t));
   });
-  const y0 = top + yLabels.length * cell + bottom - 8;
-  svg.appendChild(el("text", { x: left + (cell * xLabels.length) / 2, y: y0, "text-anchor": "middle", fill: colors.key, class: "tr-axis" }, "source token (key, attended to)"));
-  const yl = top + (cell * yLabels.length) / 2;
-  svg.appendChild(el("text", { x: 16, y: yl, transform: `rotate(-90 16 ${yl})`, "text-anchor": "middle", fill: colors.query, class: "tr-axis" }, "output token (query)"));
-  const bx = left + cell * xLabels.length + 20, bh = cell * yLabels.length;         // colour bar
-  for (let k = 0; k < 50; k++) svg.appendChild(el("rect", { x: bx, y: top + bh * (1 - (k + 1) / 50), width: 14, height: bh / 50 + 0.5, fill: viridis((k + 0.5) / 50) }));
-  svg.appendChild(el("text", { x: bx + 18, y: top + 10, class: "tr-tok" }, vmax.toFixed(2)));
-  svg.appendChild(el("text", { x: bx + 18, y: top + bh, class: "tr-tok" }, "0"));
+  const y0 = top + rowLabels.length * cell + bottom - 8;
+  svg.appendChild(s("text", { x: left + (cell * colLabels.length) / 2, y: y0, "text-anchor": "middle", fill: palette.key, class: "tr-axis" }, map.colAxis));
+  const yl = top + (cell * rowLabels.length) / 2;
+  svg.appendChild(s("text", { x: 14, y: yl, transform: `rotate(-90 14 ${yl})`, "text-anchor": "middle", fill: palette.query, class: "tr-axis" }, map.rowAxis));
+  const bx = left + cell * colLabels.length + 16, bh = cell * rowLabels.length;         // colour bar
+  for (let k = 0; k < 50; k++) svg.appendChild(s("rect", { x: bx, y: top + bh * (1 - (k + 1) / 50), width: 12, height: bh / 50 + 0.5, fill: viridis((k + 0.5) / 50) }));
+  svg.appendChild(s("text", { x: bx + 16, y: top + 10, class: "tr-tok" }, vmax.toFixed(2)));
+  svg.appendChild(s("text", { x: bx + 16, y: top + bh, class: "tr-tok" }, "0"));
   container.replaceChildren(svg);
 }
 
-// ---- the page ------------------------------------------------------------------------------------
+// ---- views: one query's path (chapter 1): raw score -> ÷√d_k -> mask -> softmax ---------------------------
+function drawQuery(container, m, enc, layer, head, query) {
+  const { n_heads: nh, d_k } = m.meta.config, l = layer - 1, S = enc.srcIds.length;
+  const base = ((l * nh + head) * S + query) * S;
+  const raw = Array.from(enc.scores.subarray(base, base + S));
+  const scaled = raw.map((r) => r / Math.sqrt(d_k));
+  const mx = Math.max(...scaled), e = scaled.map((x) => Math.exp(x - mx)), sum = e.reduce((a, b) => a + b, 0);
+  const w = e.map((x) => x / sum);
+  const agree = Math.max(...w.map((x, j) => Math.abs(x - enc.attention[base + j])));
+  const wmax = Math.max(...w), src = enc.srcIds.map((id) => m.pieces[id]);
+  const cells = (...xs) => xs.map((x) => h("td", {}, x));
+  const body = w.map((wj, j) => h("tr", { class: "tr-q-row" + (j === query ? " tr-q-self" : ""), "data-key": j,
+    "data-raw": String(raw[j]), "data-scaled": String(scaled[j]), "data-mask": "1", "data-w": String(wj) },
+  h("th", { scope: "row" }, src[j]), ...cells(raw[j].toFixed(2), scaled[j].toFixed(3), "visible"),
+  h("td", { class: "tr-q-weight" }, h("span", { class: "tr-q-track" }, h("span", { class: "tr-q-fill", style: `width:${(100 * wj / wmax).toFixed(1)}%` })),
+    h("span", {}, wj.toFixed(3)))));
+  container.replaceChildren(
+    h("p", { class: "tr-note" }, `The query of “${src[query]}” (position ${query + 1}) in encoder layer ${layer}, head ${head + 1}, ` +
+      `against every key. Divided by √d_k = √${d_k} = ${Math.sqrt(d_k).toFixed(2)}; the encoder masks nothing ` +
+      "(every key is visible); the softmax turns the row into weights that sum to 1."),
+    h("div", { class: "tr-scroll" }, h("table", { class: "tr-q-table" },
+      h("thead", {}, h("tr", {}, ...["key", "q · k", "÷ √d_k", "mask", "softmax weight"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, ...body))),
+    h("p", { class: "tr-note" }, `These weights, computed here from the raw scores, differ from the model's own by at most ${agree.toExponential(1)}.`));
+}
+
+// ---- the page: controls ------------------------------------------------------------------------------
+// A labelled control with a short help text under it.
+function field(control, label, help) {
+  const kids = [h("label", { for: control.id }, label), control];
+  if (help) {
+    control.setAttribute("aria-describedby", control.id + "-help");
+    kids.push(h("p", { class: "tr-help", id: control.id + "-help" }, help));
+  }
+  return h("div", { class: "tr-field" }, ...kids);
+}
+
+const number = (id, min, max, stepSize, value) => h("input", { id, type: "number", min, max, step: stepSize, value, inputmode: "decimal" });
+const select = (id, options) => h("select", { id }, ...options.map(([value, text]) => h("option", { value }, text)));
+
+function buildUI(root, meta) {
+  const { config: c, decoding: d } = meta;
+  const status = $("tr-status");
+  const ui = {
+    status,
+    progress: h("progress", { id: "tr-progress", max: meta.total_bytes, value: 0 }),
+    input: h("textarea", { id: "tr-input", rows: 2, spellcheck: "false" }),
+    go: h("button", { id: "tr-go", type: "button", disabled: true }, "Translate"),
+    examples: h("div", { id: "tr-examples" }),
+    method: select("tr-method", [["greedy", "greedy"], ["beam", "beam search"], ["sample", "sampling"]]),
+    beamSize: number("tr-beam-size", 1, d.max_beam_size ?? 8, 1, d.beam_size),
+    alpha: number("tr-alpha", 0, 2, 0.1, d.length_penalty),
+    temperature: number("tr-temperature", 0, 2, 0.05, 1),
+    topK: number("tr-top-k", 0, c.tgt_vocab_size, 1, 0),
+    topP: number("tr-top-p", 0.05, 1, 0.05, 1),
+    seed: number("tr-seed", -2147483648, 2147483647, 1, 1),
+    output: h("p", { id: "tr-output", "aria-live": "polite" }),
+    position: h("input", { id: "tr-position", type: "range", min: 1, max: 1, step: 1, value: 1 }),
+    positionText: h("output", { for: "tr-position", class: "tr-position-text" }),
+    tokens: h("p", { class: "tr-tokens" }),
+    bars: h("div", { id: "tr-bars" }),
+    tree: h("div", { id: "tr-beam-tree", class: "tr-scroll" }),
+    attnKind: select("tr-attn-kind", [["cross", "cross-attention"], ["enc", "encoder self-attention"],
+      ["dec", "decoder self-attention (masked)"]]),
+    attnLayer: select("tr-attn-layer", []),
+    attnHead: select("tr-attn-head", [["mean", `mean of the ${c.n_heads} heads`],
+      ...Array.from({ length: c.n_heads }, (_, hd) => [hd, `head ${hd + 1}`])]),
+    attention: h("div", { id: "tr-attention", class: "tr-scroll" }),
+    qLayer: select("tr-q-layer", Array.from({ length: c.n_encoder_layers }, (_, l) => [l + 1, `layer ${l + 1}`])),
+    qHead: select("tr-q-head", Array.from({ length: c.n_heads }, (_, hd) => [hd, `head ${hd + 1}`])),
+    qToken: select("tr-q-token", []),
+    query: h("div", { id: "tr-query" }),
+  };
+  ui.input.value = meta.examples[0] ?? "";
+  for (const text of meta.examples) ui.examples.appendChild(h("button", { type: "button", class: "tr-example" }, text));
+
+  ui.beamGroup = h("div", { class: "tr-group", hidden: true },
+    field(ui.beamSize, "Beam size K", `How many partial translations survive each step (1 to ${d.max_beam_size ?? 8}). ` +
+      "Each step scores 2K candidates; a wider beam searches more but runs K rows through the decoder."),
+    field(ui.alpha, "Length penalty α", "Finished translations are ranked by log P / ((5 + length) / 6)^α: " +
+      "at 0 the shortest tends to win, larger values favour longer ones."));
+  ui.sampleGroup = h("div", { class: "tr-group", hidden: true },
+    field(ui.topK, "Top-k", "Draw only from the k most likely tokens (0: no limit)."),
+    field(ui.topP, "Top-p", "Draw only from the most likely tokens that together hold a share p of the probability (1: no limit)."),
+    field(ui.seed, "Seed", "Starts the random numbers: the same seed gives the same draws, so the same translation."));
+  ui.treeSection = h("section", { class: "tr-section", "aria-label": "Beam search tree" },
+    h("h4", { class: "tr-h" }, "The beam search tree"),
+    h("p", { class: "tr-note" }, "Columns are steps; each box is a candidate: its token and total log-probability."),
+    ui.tree, beamLegend(meta.palette));
+  ui.results = h("div", { class: "tr-results", hidden: true },
+    h("section", { class: "tr-section", "aria-label": "Step by step" },
+      h("h4", { class: "tr-h" }, "Step by step: what the decoder saw"),
+      h("div", { class: "tr-position-row" }, h("label", { for: "tr-position" }, "Output position"), ui.position, ui.positionText),
+      ui.tokens, ui.bars),
+    ui.treeSection,
+    h("section", { class: "tr-section", "aria-label": "Attention maps" },
+      h("h4", { class: "tr-h" }, "Attention maps"),
+      h("p", { class: "tr-note" }, "Rows are queries, columns the keys they attend to. Cross-attention: each output " +
+        "token over the German pieces; encoder: the German pieces over each other; decoder: each output token over " +
+        "the tokens before it (later ones are masked, grey)."),
+      h("div", { class: "tr-controls" }, field(ui.attnKind, "Map"), field(ui.attnLayer, "Layer"), field(ui.attnHead, "Head")),
+      ui.attention),
+    h("section", { class: "tr-section", "aria-label": "One query's path" },
+      h("h4", { class: "tr-h" }, "One query's path: raw score → ÷ √d_k → mask → softmax"),
+      h("div", { class: "tr-controls" }, field(ui.qLayer, "Encoder layer"), field(ui.qHead, "Head"), field(ui.qToken, "Query token")),
+      ui.query));
+
+  root.replaceChildren(
+    field(ui.input, "German sentence"),
+    h("div", { class: "tr-row" }, ui.go, h("span", { class: "tr-help" }, "Enter translates; Shift+Enter starts a new line.")),
+    h("p", { class: "tr-small" }, "Examples (click one to translate it):"), ui.examples,
+    h("fieldset", { class: "tr-settings" }, h("legend", {}, "Decoding"),
+      h("div", { class: "tr-controls" },
+        field(ui.method, "Method", "Greedy takes the most likely token at every step; beam search keeps the K " +
+          "best partial translations; sampling draws each token at random."),
+        field(ui.temperature, "Temperature T", "The logits are divided by T before the softmax: below 1 sharpens the " +
+          "distribution, above 1 flattens it, 0 always takes the top token. Sampling draws from it; for every " +
+          "method it sets the bars below.")),
+      ui.beamGroup, ui.sampleGroup),
+    status, ui.progress, ui.output, ui.results,
+    h("p", { class: "tr-small", id: "tr-size" }, meta.summary_line ?? ""));
+  return ui;
+}
+
+// The decoding settings as the controls hold them, each clamped to its range.
+function readNumber(input, fallback, integer) {
+  let v = Number(input.value);
+  if (input.value.trim() === "" || !Number.isFinite(v)) return fallback;
+  if (integer) v = Math.round(v);
+  return Math.min(Math.max(v, Number(input.min)), Number(input.max));
+}
+
+function settings(ui, meta) {
+  return { method: ui.method.value,
+    beamSize: readNumber(ui.beamSize, meta.decoding.beam_size, true), alpha: readNumber(ui.alpha, meta.decoding.length_penalty),
+    temperature: readNumber(ui.temperature, 1), topK: readNumber(ui.topK, 0, true), topP: readNumber(ui.topP, 1),
+    seed: readNumber(ui.seed, 1, true) };
+}
+
+// What a decode depends on: equal keys, equal answers (temperature only matters for sampling).
+function decodeKey(o) {
+  if (o.method === "beam") return `beam ${o.beamSize} ${o.alpha}`;
+  if (o.method === "sample") return isArgmax(o) ? "greedy" : `sample ${o.temperature} ${o.topK} ${o.topP} ${o.seed}`;
+  return "greedy";
+}
+
+function methodName(o) {
+  if (o.method === "beam") return `beam search (${o.beamSize} beam${o.beamSize === 1 ? "" : "s"}, α = ${o.alpha})`;
+  if (o.method === "greedy") return "greedy decoding";
+  return `sampling (T = ${o.temperature}, top-k ${o.topK || "off"}, top-p ${o.topP < 1 ? o.topP : "off"}, seed ${o.seed})`;
+}
+
+// ---- the page: wiring ------------------------------------------------------------------------------
 async function main() {
   const root = $("translator");
   if (!root) return;
-  const status = $("tr-status"), output = $("tr-output"), go = $("tr-go"), input = $("tr-input");
-  const method = $("tr-method"), mapChoice = $("tr-map-choice"), map = $("tr-attention");
-  let m;
+  root.dataset.encoderRuns = "0";
+  root.dataset.decoderRuns = "0";
+  let ui, m;
   try {
-    m = await load();
+    const r = await fetch(new URL("model.json", MODEL_DIR), { cache: "no-cache" });
+    if (!r.ok) throw new Error(`model.json: HTTP ${r.status}`);
+    const meta = await r.json();
+    ui = buildUI(root, meta);
+    const progress = {
+      loaded: 0,
+      add(n) {
+        this.loaded += n;
+        ui.progress.value = this.loaded;
+        ui.status.textContent = `Loading the model: ${mb(this.loaded)} of ${mb(meta.total_bytes)} MB…`;
+      },
+      preparing() { ui.status.textContent = "Preparing the model…"; },
+    };
+    m = await load(meta, progress);
   } catch (e) {
-    status.textContent = `The model could not be loaded: ${e.message}`;
+    $("tr-status").textContent = `The model could not be loaded: ${e.message}`;
     root.dataset.state = "error";
     return;
   }
-  const { config } = m.meta;
-  for (let l = config.n_decoder_layers - 1; l >= 0; l--) {
-    mapChoice.appendChild(new Option(`decoder layer ${l + 1}, mean of the ${config.n_heads} heads`, `${l}:mean`));
-    for (let hd = 0; hd < config.n_heads; hd++) mapChoice.appendChild(new Option(`decoder layer ${l + 1}, head ${hd + 1}`, `${l}:${hd}`));
-  }
-  const examples = $("tr-examples");
-  for (const s of m.meta.examples) {
-    const b = document.createElement("button");
-    b.type = "button"; b.className = "tr-example"; b.textContent = s;
-    b.addEventListener("click", () => { input.value = s; translate(); });
-    examples.appendChild(b);
-  }
-  $("tr-size").textContent = m.meta.summary_line;
-  status.textContent = `Model loaded in ${m.loadMs.toFixed(0)} ms. Type a German caption and press Translate.`;
-  let last = null, count = 0;
-  const redraw = () => {
-    if (!last) return;
-    const rows = attentionMatrix(m, last.attn, last.srcPieces.length, mapChoice.value);
-    drawAttention(map, rows, last.srcPieces, last.outPieces,
-      `Where each output token looked in the source (${mapChoice.options[mapChoice.selectedIndex].text})`, m.meta.colors);
-  };
-  mapChoice.addEventListener("change", redraw);
+  m.counted = (name) => { root.dataset[name] = String(Number(root.dataset[name]) + 1); };
+  root.dataset.modelSource = m.source;
+  ui.progress.hidden = true;
+  const palette = m.meta.palette;
+  ui.status.textContent = `Model loaded in ${m.loadMs.toFixed(0)} ms (${m.source === "cache" ? "from your browser's cache" :
+    `${mb(m.meta.total_bytes)} MB downloaded, kept in your browser for the next visit`}). Type a German caption and press Translate.`;
 
-  async function translate() {
-    const checked = checkInput(m, input.value);
-    output.textContent = "";
-    if (checked.error) {
-      status.textContent = checked.error;
-      root.dataset.state = "refused";
-      output.dataset.ids = "";
-      output.dataset.seq = String(++count);
-      return;
-    }
-    go.disabled = true;
-    root.dataset.state = "running";
-    status.textContent = "Translating…";
-    await new Promise((r) => setTimeout(r, 0));                      // let the page show it
-    try {
-      const srcIds = checked.ids;
-      const maxLen = Math.min(config.max_len, srcIds.length + m.meta.decoding.extra_len);
-      const t0 = performance.now();
-      const res = method.value === "beam" ? await beam(m, srcIds, maxLen, m.meta.decoding.beam_size, m.meta.decoding.length_penalty)
-        : await greedy(m, srcIds, maxLen);
-      const ms = performance.now() - t0;
-      const ids = res.ids.slice(1);                                    // without <bos>
-      const body = ids[ids.length - 1] === m.meta.special.eos_id ? ids.slice(0, -1) : ids;
-      output.textContent = body.length ? m.tokenizer.decode(body, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
-      output.dataset.ids = JSON.stringify(res.ids);
-      output.dataset.read = checked.text;                             // the input as the model read it
-      output.dataset.ms = ms.toFixed(2);
-      const name = method.value === "beam" ? `beam search (${m.meta.decoding.beam_size} beams)` : "greedy decoding";
-      const read = checked.text !== input.value ? ` Read as: “${checked.text}” (spaces and typography as in the training captions).` : "";
-      status.textContent = `${name}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.${read}`;
-      last = { attn: res.attn, srcPieces: srcIds.map((i) => m.pieces[i]), outPieces: ids.map((i) => m.pieces[i]) };
-      redraw();
-      root.dataset.state = "done";
-    } catch (e) {
-      status.textContent = `Translation failed: ${e.message}`;
+  let enc = null;       // the encoder's output for the last sentence read: reused by every re-decode
+  let res = null;       // the answer shown: ids, per-step records, tree (beam), its sentence and encoder output
+  let seq = 0, latest = 0, queue = Promise.resolve(), timer = 0;
+
+  // Requests run one at a time; a newer one makes an older one stop at its next decoder step.
+  function schedule(job) {
+    const ticket = ++latest;
+    const pause = async () => {
+      await nextTask();
+      if (ticket !== latest) throw SUPERSEDED;
+    };
+    queue = queue.then(() => (ticket === latest ? job(pause) : undefined)).catch((e) => {
+      if (e === SUPERSEDED) return;
+      ui.status.textContent = `Translation failed: ${e.message}`;
       root.dataset.state = "error";
-    } finally {
-      go.disabled = false;
-      output.dataset.seq = String(++count);
-    }
+      ui.output.dataset.seq = String(++seq);
+    });
   }
-  go.addEventListener("click", translate);
-  input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); translate(); } });
-  go.disabled = false;
+
+  // Decode `enc` (the encoder output of `text`) with the controls' settings and show the answer.
+  async function decode(pause, text) {
+    const o = settings(ui, m.meta);
+    root.dataset.state = "running";
+    ui.status.textContent = "Translating…";
+    await pause();                                                   // let the page show it
+    const t0 = performance.now();
+    if (!enc || enc.text !== text.text) enc = { ...(await encode(m, text.ids)), text: text.text };
+    await pause();
+    const maxLen = Math.min(m.meta.config.max_len, enc.srcIds.length + m.meta.decoding.extra_len);
+    const answer = o.method === "beam" ? await beam(m, enc.memory, maxLen, o.beamSize, o.alpha, pause)
+      : await decodeOneRow(m, enc.memory, maxLen, o.method === "sample" ? sampler(o) : greedyChoice, pause);
+    const ms = performance.now() - t0;
+    const fresh = !res || res.enc !== enc;                           // a new sentence: reset the view choices
+    res = { ...answer, enc, text, method: o.method, key: decodeKey(o) };
+    showAnswer(o, text, ms, fresh);
+  }
+
+  function showAnswer(o, text, ms, fresh) {
+    const ids = res.ids.slice(1);                                    // without <bos>
+    // the text, as SubwordTokenizer.decode writes it: up to <eos>, without <pad> and <bos>
+    const { eos_id, pad_id, bos_id } = m.meta.special;
+    const body = ids.slice(0, ids.includes(eos_id) ? ids.indexOf(eos_id) : ids.length).filter((id) => id !== pad_id && id !== bos_id);
+    ui.output.textContent = body.length ? m.tokenizer.decode(body, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
+    Object.assign(ui.output.dataset, { ids: JSON.stringify(res.ids), read: text.text, ms: ms.toFixed(2), method: res.method });
+    const read = text.text !== text.raw ? ` Read as: “${text.text}” (spaces and typography as in the training captions).` : "";
+    ui.status.textContent = `${methodName(o)}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.${read}`;
+    const n = res.steps.length;
+    ui.position.max = String(n);
+    if (fresh || Number(ui.position.value) > n) ui.position.value = "1";
+    if (fresh) ui.qToken.replaceChildren(...res.enc.srcIds.map((id, i) => h("option", { value: i }, `${i + 1}: ${m.pieces[id]}`)));
+    ui.results.hidden = false;
+    ui.treeSection.hidden = res.method !== "beam";
+    if (res.method === "beam") drawBeamTree(ui.tree, m, res, palette);
+    else ui.tree.replaceChildren();
+    drawStep();
+    drawMap();
+    drawQueryPath();
+    root.dataset.state = "done";
+    ui.output.dataset.seq = String(++seq);
+  }
+
+  // The views: redrawn from `res` alone, never decoding again.
+  function drawStep() {
+    const t = Number(ui.position.value);
+    ui.positionText.textContent = `${t} of ${res.steps.length}: “${m.pieces[res.ids[t]]}”`;
+    drawTokens(ui, m, res, t);
+    drawBars(ui, m, res, settings(ui, m.meta), t);
+  }
+  function drawMap() {
+    const kind = ui.attnKind.value, layers = kind === "enc" ? m.meta.config.n_encoder_layers : m.meta.config.n_decoder_layers;
+    if (ui.attnLayer.options.length !== layers) {
+      const keep = Math.min(Number(ui.attnLayer.value) || layers, layers);
+      ui.attnLayer.replaceChildren(...Array.from({ length: layers }, (_, l) => h("option", { value: l + 1 }, `layer ${l + 1}`)));
+      ui.attnLayer.value = String(keep);
+    }
+    const layer = Number(ui.attnLayer.value), head = ui.attnHead.value;
+    const names = { enc: "Encoder self-attention", dec: "Decoder masked self-attention", cross: "Cross-attention" };
+    const title = `${names[kind]}, layer ${layer}, ${head === "mean" ? `mean of the ${m.meta.config.n_heads} heads` : `head ${Number(head) + 1}`}`;
+    drawAttention(ui.attention, attentionMatrix(m, res, kind, layer, head), title, palette);
+  }
+  function drawQueryPath() {
+    drawQuery(ui.query, m, res.enc, Number(ui.qLayer.value), Number(ui.qHead.value), Number(ui.qToken.value));
+  }
+
+  // Translate the box's text (reusing the encoder output when it is the sentence read last).
+  function translate() {
+    clearTimeout(timer);
+    const raw = ui.input.value;
+    schedule(async (pause) => {
+      const checked = checkInput(m, raw);
+      if (checked.error) {
+        ui.status.textContent = checked.error;
+        ui.output.textContent = "";
+        ui.output.dataset.ids = "";
+        ui.results.hidden = true;
+        res = null;
+        root.dataset.state = "refused";
+        ui.output.dataset.seq = String(++seq);
+        return;
+      }
+      await decode(pause, { ...checked, raw });
+    });
+  }
+
+  // A decoding control changed: decode the last sentence again if the answer would differ, else redraw.
+  function settingsChanged() {
+    const o = settings(ui, m.meta);
+    ui.beamGroup.hidden = o.method !== "beam";
+    ui.sampleGroup.hidden = o.method !== "sample";
+    clearTimeout(timer);
+    if (!res) return;
+    if (decodeKey(o) === res.key) { drawStep(); return; }
+    const text = res.text;
+    timer = setTimeout(() => schedule((pause) => decode(pause, text)), REDECODE_DELAY_MS);
+  }
+
+  ui.go.addEventListener("click", translate);
+  ui.input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); translate(); } });
+  ui.input.addEventListener("input", () => clearTimeout(timer));     // a new sentence comes: drop a pending re-decode
+  ui.examples.addEventListener("click", (e) => {
+    const b = e.target.closest(".tr-example");
+    if (b) { ui.input.value = b.textContent; translate(); }
+  });
+  for (const c of [ui.method, ui.beamSize, ui.alpha, ui.temperature, ui.topK, ui.topP, ui.seed]) {
+    c.addEventListener("input", settingsChanged);
+    c.addEventListener("change", settingsChanged);
+  }
+  const when = (f) => () => { if (res) f(); };
+  ui.position.addEventListener("input", when(drawStep));
+  for (const c of [ui.attnKind, ui.attnLayer, ui.attnHead]) c.addEventListener("change", when(drawMap));
+  for (const c of [ui.qLayer, ui.qHead, ui.qToken]) c.addEventListener("change", when(drawQueryPath));
+  settingsChanged();
+  ui.go.disabled = false;
   root.dataset.state = "ready";
 }
 
