@@ -15,11 +15,15 @@ against Python on the same committed files:
 - sampling: the same seed gives the same output, other seeds other ones, each equal to the
   spec's sampler (mulberry32, temperature, top-k, top-p) run in Python on onnxruntime's logits;
   temperature 0, top-k 1 and a tiny top-p are greedy decoding;
-- every control re-decodes from the cached encoder memory (no new encoder run) and changes what
-  it should: the bars, the beam tree (2K candidates per step), the attention maps (every cell
-  equal to onnxruntime's weights), the one-query table (equal to PyTorch's `attention`);
-- the step-through bars: the top 10 of softmax(logits / T) at a position, the chosen token, the
-  mass they hold;
+- every decoding control re-decodes from the cached encoder memory (no new encoder run) and
+  changes what it should: the output, the bars (tokens greyed out by top-k / top-p), the beam
+  tree (every step's 2K candidates, their parents, log-probabilities, status and scores equal
+  to Python's search); beam size 1 with α = 0 is greedy decoding; the attention maps (every cell
+  equal to onnxruntime's weights, the mean of the heads) and the one-query table (equal to
+  PyTorch's `attention` on `load_web_model`);
+- the step-through bars: the top 10 of softmax(logits / T) at a position (T = 1, 0.7, and 0
+  shown as 1; for beam search along the returned hypothesis), the chosen token, the mass they
+  hold;
 - the messages for an empty box, an unknown character and an over-long text; pasted text
   (newlines, tabs, decomposed umlauts, »quotes«, „German quotes“, ’) read as the clean text;
   the keyboard (Enter translates, Shift+Enter does not);
@@ -203,15 +207,19 @@ def _set(pg, selector: str, value) -> dict:
     """Set a control as a person would (its `input` and `change` events); if that re-decodes the
     current text, wait for the new answer. Returns the page's state afterwards."""
     before = _read(pg)
-    pause = 0 if selector.startswith(VIEW_CONTROLS) else 400   # room for the page's debounce
+    pause = 0 if selector.startswith(VIEW_CONTROLS) else 1000   # the page waits a moment for the next change
     changed = pg.evaluate("""async ([sel, v, pause]) => { const e = document.querySelector(sel);
         if (!e) throw new Error(`no control ${sel}`);
         if (String(e.value) === String(v)) return false;
         e.value = String(v);
         if (String(e.value) !== String(v) && Number(e.value) !== Number(v)) throw new Error(`${sel} refused the value ${v}: ${e.value}`);
+        const root = document.getElementById('translator'), out = document.getElementById('tr-output'), seq = out.dataset.seq;
         e.dispatchEvent(new Event('input', { bubbles: true }));
         e.dispatchEvent(new Event('change', { bubbles: true }));
-        if (pause) await new Promise((r) => setTimeout(r, pause));
+        for (let waited = 0; waited < pause; waited += 25) {   // until a re-decode starts, if one does
+            if (root.dataset.state === 'running' || out.dataset.seq !== seq) break;
+            await new Promise((r) => setTimeout(r, 25));
+        }
         return true; }""", [selector, str(value), pause])
     if not changed:
         return before
@@ -258,7 +266,8 @@ def _cells(pg) -> dict:
 def _beam_nodes(pg) -> list[dict]:
     return pg.evaluate("""() => [...document.querySelectorAll('#tr-beam-tree .tr-beam-node')].map((g) => ({
         step: Number(g.dataset.step), token: Number(g.dataset.token), status: g.dataset.status,
-        logp: Number(g.dataset.logp), parent: g.dataset.parent }))""")
+        logp: Number(g.dataset.logp), parent: Number(g.dataset.parent),
+        score: g.querySelector('.tr-tree-score')?.textContent ?? null }))""")
 
 
 # ---- Python references -----------------------------------------------------------------------------
@@ -352,6 +361,57 @@ def _greedy_top_at_least(onnx, src_ids: list[int], max_len: int, bos: int, eos: 
     return all(_softmax64(l, 1.0).max() >= p for l in got.logits)
 
 
+def _beam_tree(onnx, src_ids: list[int], max_len: int, bos: int, eos: int, K: int, alpha: float):
+    """`OnnxTranslator.beam`'s search (chapter 10's beam_search), recording every step's 2K best
+    candidates as the page's tree does: (token, parent row, total log-prob, status, score), status
+    "finished" for an <eos> among the K best, "kept" for the K live ones, else "pruned" (and the
+    live ones of the last step "pruned" too when the search stopped early). Returns (ids, columns)."""
+    from transformer_lib.decoding import length_penalty_gnmt as lp
+    memory = np.repeat(onnx.encode(src_ids), K, axis=0)
+    tokens = [[bos] for _ in range(K)]
+    scores = np.full(K, -np.inf, dtype=np.float32)
+    scores[0] = 0.0
+    finished, columns, done = [], [], False
+    for t in range(1, max_len):
+        x = onnx.step(tokens, memory)[0].astype(np.float32)
+        top = x.max(-1, keepdims=True)
+        logp = x - (top + np.log(np.exp(x - top).sum(-1, keepdims=True)))
+        V = logp.shape[1]
+        cand = (scores[:, None] + logp).reshape(-1)
+        order = np.argsort(-cand, kind="stable")[:2 * K]
+        new_scores = np.full(K, -np.inf, dtype=np.float32)
+        new_beam, new_tok, j, column = [0] * K, [0] * K, 0, []
+        for r, idx in enumerate(order):
+            sc, b, tk = float(cand[idx]), int(idx) // V, int(idx) % V
+            node = {"token": tk, "parent": b, "logp": sc, "status": "pruned", "score": None}
+            column.append(node)
+            if tk == eos:
+                if r < K:
+                    node["status"], node["score"] = "finished", sc / float(lp(t, alpha))
+                    finished.append((node["score"], tokens[b] + [eos]))
+            elif j < K:
+                node["status"] = "kept"
+                new_scores[j], new_beam[j], new_tok[j] = sc, b, tk
+                j += 1
+        columns.append(column)
+        if finished:
+            alive = float(new_scores.max())
+            bound = alive / max(float(lp(t + 1, alpha)), float(lp(max_len - 1, alpha)))
+            done = alive == -np.inf or max(f[0] for f in finished) >= bound
+        tokens = [tokens[b] + [new_tok[k]] for k, b in enumerate(new_beam)]
+        scores = new_scores
+        if done:
+            break
+    if done:
+        for node in columns[-1]:
+            if node["status"] == "kept":
+                node["status"] = "pruned"
+    else:
+        L_gen = len(tokens[0]) - 1
+        finished += [(float(sc) / float(lp(L_gen, alpha)), tokens[k]) for k, sc in enumerate(scores) if sc > -np.inf]
+    return max(finished, key=lambda f: f[0])[1], columns
+
+
 # ---- 1. fifty test sentences: greedy and beam search against onnxruntime and PyTorch -----------------
 @pytest.fixture(scope="module")
 def decoded(page, reference):
@@ -375,7 +435,7 @@ def test_first_50_test_sentences_greedy_identical_to_python(decoded, reference, 
     from transformer_lib.decoding import greedy_decode
     meta, tok, onnx, _ = reference
     bos, eos = tok.bos_id, tok.eos_id
-    bad_onnx, bad_torch = [], []
+    bad_onnx, bad_torch, bad_text = [], [], []
     for i, row in enumerate(decoded):
         got = row["greedy"]
         assert got["state"] == "done" and got["method"] == "greedy", f"sentence {i}: {got['status']}"
@@ -386,9 +446,11 @@ def test_first_50_test_sentences_greedy_identical_to_python(decoded, reference, 
             bad_onnx.append((i, row["de"], got["ids"], want))
         if got["ids"] != pt:
             bad_torch.append((i, row["de"], got["ids"], pt))
-        assert got["text"] == tok.decode(want[1:]), f"sentence {i}: the page shows {got['text']!r}"
+        if got["text"] != tok.decode(got["ids"][1:]):
+            bad_text.append((i, got["text"], tok.decode(got["ids"][1:])))
     assert not bad_onnx, f"greedy: {len(bad_onnx)} of {N_SENTENCES} differ from onnxruntime, e.g. {bad_onnx[:2]}"
     assert not bad_torch, f"greedy: {len(bad_torch)} of {N_SENTENCES} differ from PyTorch, e.g. {bad_torch[:2]}"
+    assert not bad_text, f"the page's text is not its ids decoded: {bad_text[:2]}"
 
 
 def test_first_50_test_sentences_beam_identical_to_python(decoded, reference, web_model):
@@ -398,7 +460,7 @@ def test_first_50_test_sentences_beam_identical_to_python(decoded, reference, we
     from transformer_lib.decoding import beam_search
     meta, tok, onnx, _ = reference
     K, alpha = meta["decoding"]["beam_size"], meta["decoding"]["length_penalty"]
-    bad_onnx, bad_torch = [], []
+    bad_onnx, bad_torch, bad_text = [], [], []
     for i, row in enumerate(decoded):
         got = row["beam"]
         assert got["state"] == "done" and got["method"] == "beam", f"sentence {i}: {got['status']}"
@@ -410,9 +472,11 @@ def test_first_50_test_sentences_beam_identical_to_python(decoded, reference, we
             bad_onnx.append((i, row["de"], got["ids"], want))
         if got["ids"] != pt:
             bad_torch.append((i, row["de"], got["ids"], pt))
-        assert got["text"] == tok.decode(list(want)[1:]), f"sentence {i}: the page shows {got['text']!r}"
+        if got["text"] != tok.decode(got["ids"][1:]):
+            bad_text.append((i, got["text"], tok.decode(got["ids"][1:])))
     assert not bad_onnx, f"beam: {len(bad_onnx)} of {N_SENTENCES} differ from onnxruntime, e.g. {bad_onnx[:2]}"
     assert not bad_torch, f"beam: {len(bad_torch)} of {N_SENTENCES} differ from PyTorch, e.g. {bad_torch[:2]}"
+    assert not bad_text, f"the page's text is not its ids decoded: {bad_text[:2]}"
 
 
 def _cpu_name() -> str:
@@ -516,6 +580,9 @@ def test_sampling_controls_redecode_without_the_encoder(page, reference):
             assert ps != [b["p"] for b in bars0["bars"]], f"T = {value} did not change the bars"
             want_p = np.sort(_softmax64(onnx.step([[tok.bos_id]], onnx.encode(src))[0][0], value))[::-1][:10]
             assert np.allclose(ps, want_p, atol=1e-4), f"T = {value}: bars {ps} vs {want_p}"
+        chosen = [b["token"] for b in bars["bars"] if b["chosen"]]
+        assert chosen == [now["ids"][1]] or (not chosen and "is not among them" in bars["text"]), \
+            f"{settings}: chosen {chosen}, the output starts with {now['ids'][1]}"
         # the bars grey out what top-k and top-p remove (the 10 shown are the 10 best: the mass
         # above a bar is the sum of those before it)
         k, p = settings["top_k"], settings["top_p"]
@@ -535,8 +602,7 @@ def test_beam_controls_and_tree(page, reference):
     ml = _max_len(meta, src)
     greedy = onnx.greedy(src, ml, tok.bos_id, tok.eos_id).ids
     start = _translate(page, de, "beam", beam_size=4, alpha=0.6)
-    prev = start
-    first_logp = None
+    prev, prev_nodes = start, None
     for K, alpha in ((4, 0.6), (4, 1.0), (2, 1.0), (8, 0.6), (1, 0.0), (1, 0.6)):
         now = _controls(page, beam_size=K, alpha=alpha)
         if (K, alpha) != (4, 0.6):
@@ -545,24 +611,40 @@ def test_beam_controls_and_tree(page, reference):
         want = onnx.beam(src, ml, tok.bos_id, tok.eos_id, beam_size=K, length_penalty=alpha)
         assert now["ids"] == list(want), f"K={K}, α={alpha}: page {now['ids']} vs onnxruntime {want}"
         nodes = _beam_nodes(page)
+        assert nodes != prev_nodes, f"K={K}, α={alpha}: the beam tree did not change"
+        prev_nodes = nodes
         steps = sorted({n["step"] for n in nodes})
         assert steps == list(range(1, len(steps) + 1)) and len(steps) >= len(now["ids"]) - 1, \
             f"K={K}: tree steps {steps} for {len(now['ids']) - 1} tokens"
-        for s in steps:
-            col = [n for n in nodes if n["step"] == s]
+        ids, columns = _beam_tree(onnx, src, ml, tok.bos_id, tok.eos_id, K, alpha)
+        assert ids == list(want)
+        assert len(steps) == len(columns), f"K={K}, α={alpha}: the page's search ran {len(steps)} steps, Python's {len(columns)}"
+        for s, column in zip(steps, columns):
+            col = [n for n in nodes if n["step"] == s]              # in the page's order: best first
             assert len(col) == 2 * K, f"K={K}, α={alpha}: step {s} has {len(col)} candidates, not {2 * K}"
-            assert {n["status"] for n in col} <= {"kept", "pruned", "finished"}
+            where = f"K={K}, α={alpha}, step {s}"
+            assert [(n["token"], n["parent"], n["status"]) for n in col] == \
+                [(n["token"], n["parent"], n["status"]) for n in column], f"{where}: candidates differ from Python's"
+            assert np.allclose([n["logp"] for n in col], [n["logp"] for n in column], atol=1e-4), f"{where}: log P"
+            for n, m in zip(col, column):
+                if m["score"] is not None:                        # a finished one: "score x.xx" under it
+                    got = re.fullmatch(r"score (-?\d+\.\d\d)", n["score"] or "")
+                    assert got and abs(float(got.group(1)) - m["score"]) <= 0.0051, \
+                        f"{where}: {n['score']!r} under a finished candidate, Python's score {m['score']:.4f}"
+                else:
+                    assert n["score"] is None
             assert sum(n["status"] == "kept" for n in col) <= K
-            assert all(n["token"] == tok.eos_id for n in col if n["status"] == "finished")
-        # the first step's 2K candidates: the 2K best next tokens after <bos>, with their log-probabilities
-        logits = onnx.step([[tok.bos_id]], onnx.encode(src))[0][0].astype(np.float64)
-        logp = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
-        best = np.argsort(-logp, kind="stable")[:2 * K]
-        col = sorted((n for n in nodes if n["step"] == steps[0]), key=lambda n: -n["logp"])
-        assert [n["token"] for n in col] == best.tolist(), f"K={K}: step 1 candidates"
-        assert np.allclose([n["logp"] for n in col], logp[best], atol=1e-4)
-        if K == 4 and alpha == 0.6:
-            first_logp = [n["logp"] for n in col]
+        if (K, alpha) == (4, 0.6):                                   # the bars follow the returned hypothesis
+            memory = onnx.encode(src)
+            for t in (1, len(now["ids"]) - 1):
+                _set(page, "#tr-position", t)
+                bars = _bars(page)
+                p = _softmax64(onnx.step([now["ids"][:t]], memory)[0][0], 1.0)
+                toks = [b["token"] for b in bars["bars"]]
+                assert set(toks) == set(np.argsort(-p, kind="stable")[:10].tolist()), f"beam, position {t}: bars {toks}"
+                assert np.allclose([b["p"] for b in bars["bars"]], p[toks], atol=1e-4)
+                chosen = [b["token"] for b in bars["bars"] if b["chosen"]]
+                assert chosen == [now["ids"][t]] or (not chosen and "is not among them" in bars["text"])
         if K == 1 and alpha == 0.0:                                  # one beam and no length penalty: greedy
             assert now["ids"] == greedy, f"beam size 1, α 0: {now['ids']} vs greedy {greedy}"
         if K == 1 and alpha == 0.6 and list(want) == greedy:
@@ -570,7 +652,6 @@ def test_beam_controls_and_tree(page, reference):
             # where onnxruntime's beam is greedy's output, so is the page's
             assert now["ids"] == greedy
         prev = now
-    assert first_logp is not None
     _controls(page, "greedy", **DEFAULTS)
 
 
@@ -632,7 +713,7 @@ def test_step_through_bars_equal_python(page, reference):
     assert ids == ref.ids
     n = len(ids) - 1
     positions = sorted({1, 2, (n + 1) // 2, n} & set(range(1, n + 1)))
-    seen = set()
+    shown = {}                                                       # (T, position) -> (tokens, p)
     for T in (1, 0.7, 0):
         now = _controls(page, temperature=T)
         assert now["ids"] == ids, f"greedy decoding changed with T = {T}"
@@ -654,8 +735,14 @@ def test_step_through_bars_equal_python(page, reference):
             m = re.search(r"these 10 tokens hold (\d+(?:\.\d+)?)\s*%", bars["text"])
             assert m, f"no 'these 10 tokens hold x.x%' in {bars['text']!r}"
             assert abs(float(m.group(1)) - 100 * bars["mass"]) <= 0.051, f"{m.group(0)} vs mass {bars['mass']}"
-            seen.add(tuple(toks) + tuple(np.round(ps, 6)))
-    assert len(seen) > len(positions), "the position and temperature controls did not change the bars"
+            shown[T, t] = (toks, ps)
+    for T in (1, 0.7, 0):                                            # the position control moves the bars
+        for a, b in zip(positions, positions[1:]):
+            assert shown[T, a][0] != shown[T, b][0] or not np.allclose(shown[T, a][1], shown[T, b][1]), \
+                f"T={T}: the bars at positions {a} and {b} are the same"
+    for t in positions:                                              # and the temperature reshapes them
+        assert not np.allclose(shown[1, t][1], shown[0.7, t][1], rtol=0, atol=1e-9), f"position {t}: T=0.7 as T=1"
+        assert shown[0, t][0] == shown[1, t][0] and np.array_equal(shown[0, t][1], shown[1, t][1])
     _controls(page, temperature=1)
 
 
@@ -826,6 +913,21 @@ def fetched(pg) -> list[str]:
     return [u for u in pg.requests if Path(urlparse(u).path).name in MODEL_FILES]
 
 
+def _screenshot(pg, path: Path) -> None:
+    """A picture of #translator alone: the theme's smooth scrolling off (or the picture lands beside
+    it) and its sticky header hidden (or it covers the top of the box)."""
+    pg.evaluate("""() => { document.documentElement.style.scrollBehavior = 'auto';
+        for (const e of document.querySelectorAll('body *'))
+            if (['fixed', 'sticky'].includes(getComputedStyle(e).position) && !e.closest('#translator')) {
+                e.dataset.trHidden = '1'; e.style.visibility = 'hidden'; }
+        document.getElementById('translator').scrollIntoView({ block: 'start', behavior: 'instant' }); }""")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pg.locator("#translator").screenshot(path=str(path), animations="disabled")
+    pg.evaluate("""() => { for (const e of document.querySelectorAll('[data-tr-hidden]')) {
+        e.style.visibility = ''; delete e.dataset.trHidden; } document.documentElement.style.scrollBehavior = ''; }""")
+    assert path.stat().st_size > 20_000
+
+
 # ---- 8. a phone screen ---------------------------------------------------------------------------------------
 UNLABELLED = """() => [...document.querySelectorAll('#translator input:not([type=hidden]), #translator select, #translator textarea, #translator button')]
     .filter((e) => !(e.id && document.querySelector(`label[for="${CSS.escape(e.id)}"]`)) && !e.getAttribute('aria-label')
@@ -863,10 +965,7 @@ def test_phone_width_and_labels(context, reference):
         _set(pg, "#tr-attn-kind", "cross")
         unlabelled = pg.evaluate(UNLABELLED)
         assert not unlabelled, f"controls without a label: {unlabelled}"
-        shot = ROOT / "_build" / "screenshots" / "12b_translator_390.png"
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        pg.locator("#translator").screenshot(path=str(shot))
-        assert shot.stat().st_size > 20_000
+        _screenshot(pg, ROOT / "_build" / "screenshots" / "12b_translator_390.png")
     finally:
         pg.close()
 
@@ -879,10 +978,7 @@ def test_labels_and_screenshot(page, reference):
     _set(page, "#tr-attn-kind", "cross")
     unlabelled = page.evaluate(UNLABELLED)
     assert not unlabelled, f"controls without a label: {unlabelled}"
-    shot = ROOT / "_build" / "screenshots" / "12b_translator.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    page.locator("#translator").screenshot(path=str(shot))
-    assert shot.stat().st_size > 20_000
+    _screenshot(page, ROOT / "_build" / "screenshots" / "12b_translator.png")
     _controls(page, "greedy")
 
 
