@@ -223,6 +223,9 @@ ALLOWED: dict[str, dict[str, str]] = {
         "0.6": "the paper's length penalty alpha = 0.6 (§6.1), used by the page's beam search",
         "16": "the width of float16 in bits ('16-bit weights'), a format, not a measurement",
         "32": "the width of float32 in bits ('32-bit floats'), a format, not a measurement",
+        "0.3": "the export's refusal threshold: the page's BLEU within 0.3 of PyTorch's (a chosen budget)",
+        "256": "SHA-256, the name of the checksum",
+        "390": "the phone-width viewport the browser test narrows the page to, in pixels (an input)",
     },
     "13_beyond": {
         "110": "BERT's reported 'Total Parameters=110M' (Devlin et al., 2019)",
