@@ -11,8 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def machine() -> str:
-    """A short description of the CPU the benchmark ran on."""
-    return f"{platform.machine()} {platform.processor() or ''}".strip()
+    """A short description of the CPU the benchmark ran on: architecture and model name."""
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{platform.machine()} {name or platform.processor() or ''}".strip()
 
 
 def write_result(name: str, result: dict) -> Path:

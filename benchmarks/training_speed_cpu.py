@@ -1,12 +1,13 @@
 """Twice the training speed on a CPU: the step of a preset as it was, and with each change added.
 
     python benchmarks/training_speed_cpu.py [--preset cpu-full] [--batches 80] [--rounds 2]
+        [--variants NAME ...] [--out training_speed_cpu]
 
 The step is the one `run_training` takes: bf16 autocast where native, label-smoothed
 cross-entropy, backward, Adam and the warm-up schedule (already past its warm-up, at the peak
 learning rate), on `--batches` batches spread evenly over epoch 0 of Multi30k as `run_training`
 makes them (every k-th batch: real lengths, real padding, short and long sentences alike;
-`TRANSFORMER_DATA_DIR` or ../shared/data), with the preset's threads. Six variants, each adding one change to the one before:
+`TRANSFORMER_DATA_DIR` or ../shared/data), with the preset's threads. Seven variants, each adding one change to the one before:
 
     before         nn.Dropout; F.cross_entropy on a float32 copy of the logits; oneDNN's default
                    kernel cache (1,024 kernels); glibc's default malloc
@@ -14,13 +15,17 @@ makes them (every k-th batch: real lengths, real padding, short and long sentenc
     chunked loss   chunked_cross_entropy (chapter 11b)
     fast dropout   use_fast_dropout: masks from 16-bit draws (chapter 8)
     freed memory   keep_freed_memory(): glibc keeps freed memory
-    fused Adam     make_optimizer(fused=True): one kernel for the whole update (= run_training's step today)
+    fused Adam     make_optimizer(fused=True): one kernel for the whole update
+    counted rows   the output layer and the loss only at the positions whose label counts, not at
+                   padding (`Transformer.forward(..., logits_at=labels != pad)`, chapter 7;
+                   = run_training's step on a CPU today)
 
 oneDNN reads its cache size once per process, so each variant runs in a fresh process: one
 pass over the batches to warm up (each new batch shape compiles its kernels), then a timed
 pass. The variants alternate, their order reversed every round; a ratio is the median over
-rounds of the per-round ratio of real (non-pad) tokens per second. Writes
-benchmarks/results/training_speed_cpu.json.
+rounds of the per-round ratio of real (non-pad) tokens per second. `--variants` runs some of
+them (consecutive ones, to measure one change on another machine); `--out` names the result,
+benchmarks/results/<out>.json (default training_speed_cpu).
 """
 import argparse
 import json
@@ -32,7 +37,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = ["before", "kernel cache", "chunked loss", "fast dropout", "freed memory", "fused Adam"]
+VARIANTS = ["before", "kernel cache", "chunked loss", "fast dropout", "freed memory", "fused Adam",
+            "counted rows"]
 
 
 def child(preset: str, n_batches: int, variant: str) -> dict:
@@ -64,13 +70,17 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
     amp = resolve_bf16(cfg.bf16, "cpu")
 
     def step(src: torch.Tensor, tgt: torch.Tensor) -> None:
+        at = tgt[:, 1:] != data.pad_id if level >= 6 else None   # (B, T) the counted positions
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-            logits = model(src, tgt[:, :-1])                  # (B, T, V)
-        labels = tgt[:, 1:].flatten()                          # (B*T,)
+            if at is None:
+                logits = model(src, tgt[:, :-1]).flatten(0, 1)    # (B*T, V)
+            else:
+                logits = model(src, tgt[:, :-1], logits_at=at)    # (N, V)
+        labels = tgt[:, 1:].flatten() if at is None else tgt[:, 1:][at]   # (B*T,) or (N,)
         if level >= 2:
-            loss = chunked_cross_entropy(logits.flatten(0, 1), labels, cfg.label_smoothing, data.pad_id)
+            loss = chunked_cross_entropy(logits, labels, cfg.label_smoothing, data.pad_id)
         else:
-            loss = F.cross_entropy(logits.float().flatten(0, 1), labels, ignore_index=data.pad_id,
+            loss = F.cross_entropy(logits.float(), labels, ignore_index=data.pad_id,
                                    label_smoothing=cfg.label_smoothing)
         loss.backward()
         opt.step()
@@ -93,6 +103,9 @@ def main() -> None:
     ap.add_argument("--preset", default="cpu-full")
     ap.add_argument("--batches", type=int, default=80)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS, metavar="NAME",
+                    help="consecutive variants to run (default: all)")
+    ap.add_argument("--out", default="training_speed_cpu", help="result name under benchmarks/results/")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -101,9 +114,12 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from benchmarks._common import machine, write_result
 
-    runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
+    chosen = [v for v in VARIANTS if v in args.variants]
+    if len(chosen) < 2 or VARIANTS.index(chosen[-1]) - VARIANTS.index(chosen[0]) != len(chosen) - 1:
+        raise SystemExit(f"--variants must be two or more consecutive variants of {VARIANTS}, got {args.variants}")
+    runs: dict[str, list[dict]] = {v: [] for v in chosen}
     for r in range(args.rounds):
-        for variant in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+        for variant in (chosen if r % 2 == 0 else chosen[::-1]):
             out = subprocess.run([sys.executable, __file__, "--preset", args.preset, "--batches",
                                   str(args.batches), "--child", variant],
                                  check=True, capture_output=True, text=True, cwd=ROOT).stdout
@@ -116,17 +132,18 @@ def main() -> None:
 
     result = {
         "machine": machine(), "preset": args.preset, "batches": args.batches, "rounds": args.rounds,
-        "threads": runs["before"][0]["threads"], "bf16_autocast": runs["before"][0]["bf16_autocast"],
-        "tokens_per_s": {v: statistics.median(x["tokens_per_s"] for x in runs[v]) for v in VARIANTS},
-        "ms_per_step": {v: statistics.median(x["ms_per_step"] for x in runs[v]) for v in VARIANTS},
-        "speedup_vs_previous": {v: ratio(v, VARIANTS[i - 1]) for i, v in enumerate(VARIANTS) if i},
-        "speedup_vs_before": {v: ratio(v, "before") for v in VARIANTS[1:]},
+        "variants": chosen,            # "speedup_vs_before" is against the first of them
+        "threads": runs[chosen[0]][0]["threads"], "bf16_autocast": runs[chosen[0]][0]["bf16_autocast"],
+        "tokens_per_s": {v: statistics.median(x["tokens_per_s"] for x in runs[v]) for v in chosen},
+        "ms_per_step": {v: statistics.median(x["ms_per_step"] for x in runs[v]) for v in chosen},
+        "speedup_vs_previous": {v: ratio(v, chosen[i - 1]) for i, v in enumerate(chosen) if i},
+        "speedup_vs_before": {v: ratio(v, chosen[0]) for v in chosen[1:]},
         "runs": runs,
     }
-    for v in VARIANTS[1:]:
+    for v in chosen[1:]:
         print(f"{v:>13}: x{result['speedup_vs_previous'][v]:.2f} on the previous, "
-              f"x{result['speedup_vs_before'][v]:.2f} on before")
-    write_result("training_speed_cpu", result)
+              f"x{result['speedup_vs_before'][v]:.2f} on {chosen[0]}")
+    write_result(args.out, result)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ sequences padded to length 40 (each row with its own length, so the padding mask
     python benchmarks/transformer_vs_torch.py [--pairs 12] [--threads 1]
 
 The training step is each library's own: for ours the pieces `run_training` uses on a CPU
-(`use_fast_dropout`: masks from 16-bit draws, chapter 8; `chunked_cross_entropy` and Adam as one
-fused kernel, chapter 11b); for torch `nn.Transformer`'s `nn.Dropout`, `F.cross_entropy` and
+(`use_fast_dropout`: masks from 16-bit draws, chapter 8; the output layer only at the positions
+whose label counts, `logits_at`, chapter 7; `chunked_cross_entropy` and Adam as one fused kernel,
+chapter 11b); for torch `nn.Transformer`'s `nn.Dropout`, `F.cross_entropy` and
 `torch.optim.Adam`'s default. Both in float32, no label
 smoothing (as before these pieces existed; `--plain` times ours with `nn.Dropout` and
 `F.cross_entropy` too, the stacks alone).
@@ -38,7 +39,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lib import (PositionalEncoding, Transformer, TransformerConfig, chunked_cross_entropy,
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import machine  # noqa: E402
+from transformer_lib import (PositionalEncoding, Transformer, TransformerConfig, chunked_cross_entropy,  # noqa: E402
                              use_fast_dropout)
 
 # nn.Transformer's eval fast path warns that nested tensors are a prototype; that is not a result.
@@ -109,10 +112,12 @@ def make_batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 def train_step(model: nn.Module, opt: torch.optim.Optimizer, src, tgt_in, labels) -> None:
     opt.zero_grad(set_to_none=True)
-    logits = model(src, tgt_in)                                      # (B, T, V)
-    if isinstance(model, Transformer) and not PLAIN:
-        loss = chunked_cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1), ignore_index=PAD)
+    if isinstance(model, Transformer) and not PLAIN:               # as run_training on a CPU:
+        at = labels != PAD                                           # the output layer only where
+        logits = model(src, tgt_in, logits_at=at)                    # a label counts: (N, V)
+        loss = chunked_cross_entropy(logits, labels[at], ignore_index=PAD)
     else:
+        logits = model(src, tgt_in)                                  # (B, T, V)
         loss = F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1), ignore_index=PAD)
     loss.backward()
     opt.step()
@@ -229,8 +234,9 @@ def main() -> None:
     result = {
         "config": dict(d_model=D_MODEL, n_heads=HEADS, layers=f"{LAYERS}+{LAYERS}", d_ff=D_FF, vocab=VOCAB,
                        batch=BATCH, length=LENGTH, threads=args.threads, pairs=args.pairs, dropout=0.1,
-                       ours_step="nn.Dropout, F.cross_entropy, Adam" if PLAIN else "FastDropout, chunked_cross_entropy, fused Adam"),
-        "machine": {"torch": torch.__version__, "python": platform.python_version(),
+                       ours_step="nn.Dropout, F.cross_entropy, Adam" if PLAIN else
+                       "FastDropout, logits_at counted positions, chunked_cross_entropy, fused Adam"),
+        "machine": {"torch": torch.__version__, "python": platform.python_version(), "cpu": machine(),
                     "processor": platform.processor() or platform.machine()},
         "train_step": {**summary(train), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in train_peak.items()}},
         "eval_forward": {**summary(evals), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in eval_peak.items()}},

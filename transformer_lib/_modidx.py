@@ -367,6 +367,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'transformer_lib/model.py'),
                                        'transformer_lib.model.TransformerConfig.has_final_norm': ( 'decoder_cross_attention.html#transformerconfig.has_final_norm',
                                                                                                    'transformer_lib/model.py'),
+                                       'transformer_lib.model._rows_at': ( 'decoder_cross_attention.html#_rows_at',
+                                                                           'transformer_lib/model.py'),
                                        'transformer_lib.model._torch_layers_compatible': ( 'decoder_cross_attention.html#_torch_layers_compatible',
                                                                                            'transformer_lib/model.py'),
                                        'transformer_lib.model._values_checkable': ( 'decoder_cross_attention.html#_values_checkable',

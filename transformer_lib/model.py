@@ -189,6 +189,31 @@ class TransformerConfig:
         return cls(**{**fields, **overrides})
 
 # %% ../chapters/07_decoder_cross_attention.ipynb #f6406e70
+def _rows_at(h: Tensor, logits_at: object) -> Tensor:
+    """The rows of decoder states `h` `(B, T, d)` at `logits_at`, `(N, d)` in row-major order.
+
+    `logits_at` is a bool mask `(B, T)` or a 1-D integer tensor of positions in the flattened
+    `(B * T)` grid (no device sync when it is built beforehand, as on a GPU)."""
+    B, T, d = h.shape
+    flat = h.reshape(B * T, d)                                          # (B*T, d)
+    if not isinstance(logits_at, Tensor):
+        raise TypeError(f"`logits_at` must be a Tensor (a bool (B, T) mask or integer positions), "
+                        f"got {type(logits_at).__name__}")
+    if logits_at.dtype == torch.bool:
+        if tuple(logits_at.shape) != (B, T):
+            raise ValueError(f"`logits_at` as a bool mask must have the shape of `tgt`, (B, T) = {(B, T)}, "
+                             f"got {tuple(logits_at.shape)}")
+        return flat[logits_at.reshape(B * T)]                           # (N, d)
+    if logits_at.is_floating_point() or logits_at.is_complex() or logits_at.dim() != 1:
+        raise ValueError(f"`logits_at` must be a bool (B, T) mask or a 1-D integer tensor of positions in "
+                         f"the flattened (B*T) grid, got dtype {logits_at.dtype}, shape {tuple(logits_at.shape)}")
+    if _values_checkable(logits_at) and logits_at.device.type == "cpu" and logits_at.numel() \
+            and not 0 <= int(logits_at.min()) <= int(logits_at.max()) < B * T:
+        raise ValueError(f"`logits_at` positions must be in [0, B*T = {B * T}), got "
+                         f"{int(logits_at.min())} to {int(logits_at.max())}")
+    return flat.index_select(0, logits_at.long())                       # (N, d)
+
+
 def _values_checkable(t: Tensor) -> bool:
     """Whether token *values* may be inspected now: not while `torch.compile` or `torch.export`
     trace the model (a value check there is a graph break or a data-dependent branch), and not
@@ -303,14 +328,16 @@ class Transformer(nn.Module):
         return self.output(h)
 
     def _decode(self, tgt: Tensor, memory: Tensor, src_mask: Optional[Tensor],
-                tgt_mask: Optional[Tensor]) -> Tensor:
+                tgt_mask: Optional[Tensor], logits_at: Optional[Tensor] = None) -> Tensor:
         B, T = tgt.shape
         if tgt_mask is None:
             tgt_mask = target_mask(tgt, self.config.pad_id)             # (B, 1, T, T)
         else:
             check_mask(tgt_mask, (B, self.config.n_heads, T, T), "tgt_mask")
         h = self.decoder(self.embed_tgt(tgt), memory, tgt_mask, src_mask)   # (B, T, d_model)
-        return self.project(h)                                          # (B, T, V)
+        if logits_at is not None:
+            h = _rows_at(h, logits_at)                                  # (N, d_model)
+        return self.project(h)                                          # (B, T, V) or (N, V)
 
     # ----- public API ---------------------------------------------------------------------
     def encode(self, src: Tensor, src_mask: Optional[Tensor] = None) -> Tensor:
@@ -373,7 +400,7 @@ class Transformer(nn.Module):
         return self._decode(tgt, memory, src_mask, tgt_mask)
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Optional[Tensor] = None,
-                tgt_mask: Optional[Tensor] = None) -> Tensor:
+                tgt_mask: Optional[Tensor] = None, *, logits_at: Optional[Tensor] = None) -> Tensor:
         """Logits for every target position, with teacher forcing.
 
         Args:
@@ -382,9 +409,14 @@ class Transformer(nn.Module):
             src_mask: bool broadcastable to `(B, h, S, S)` and `(B, h, T, S)` (so in practice
                 `(B, 1, 1, S)`); default: source padding from `config.pad_id`.
             tgt_mask: bool broadcastable to `(B, h, T, T)`; default: target padding AND causal.
+            logits_at: optional, the positions whose logits are wanted: a bool `(B, T)` mask (in
+                training, `labels != pad_id`) or a 1-D integer tensor of positions in the
+                flattened `(B * T)` grid. The decoder still runs on every position; only the
+                output layer, the model's largest matrix product, skips the others.
 
         Returns:
-            logits `(B, T, tgt_vocab_size)` (no softmax).
+            logits `(B, T, tgt_vocab_size)` (no softmax); with `logits_at`, `(N, tgt_vocab_size)`,
+            the selected positions' rows in row-major order (`forward(src, tgt)[logits_at]`).
         """
         src = self._check_tokens("src", src, self.config.src_vocab_size)
         tgt = self._check_tokens("tgt", tgt, self.config.tgt_vocab_size)
@@ -398,7 +430,7 @@ class Transformer(nn.Module):
             check_mask(src_mask, (B, self.config.n_heads, S, S), "src_mask")
             check_mask(src_mask, (B, self.config.n_heads, T, S), "src_mask")
         memory = self.encoder(self.embed_src(src), src_mask)            # (B, S, d_model)
-        return self._decode(tgt, memory, src_mask, tgt_mask)            # (B, T, V)
+        return self._decode(tgt, memory, src_mask, tgt_mask, logits_at)   # (B, T, V) or (N, V)
 
     def load_torch_transformer_weights(self, torch_transformer: nn.Transformer) -> "Transformer":
         """Copy a `torch.nn.Transformer`'s encoder and decoder weights into this model (in place).

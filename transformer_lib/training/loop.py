@@ -75,10 +75,17 @@ def _forward_backward(step_model: nn.Module, params: list[nn.Parameter], src: Te
                       cfg: TrainConfig, pad_id: int, amp: bool) -> tuple[Tensor, Tensor]:
     """One step's loss and gradients (teacher forcing); returns (loss, gradient norm), detached."""
     tgt_in, labels = tgt[:, :-1], tgt[:, 1:]                     # (B, T), (B, T)
+    # On a CPU the output layer runs only where a label counts (not where it is padding): the
+    # same loss and gradients, less work. (On a GPU the selection would wait for the device, and
+    # a compiled model would trace one shape per count; both keep the whole grid.)
+    at = labels != pad_id if src.device.type == "cpu" and not cfg.compile else None   # (B, T)
     with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=amp):
-        logits = step_model(src, tgt_in)                         # (B, T, V)
-    loss = chunked_cross_entropy(logits.flatten(0, 1), labels.flatten(),   # (B*T, V), (B*T,)
-                                 cfg.label_smoothing, pad_id)
+        if at is None:
+            logits = step_model(src, tgt_in).flatten(0, 1)       # (B*T, V)
+        else:
+            logits = step_model(src, tgt_in, logits_at=at)       # (N, V): the counted positions
+    counted = labels.flatten() if at is None else labels[at]     # (B*T,) or (N,)
+    loss = chunked_cross_entropy(logits, counted, cfg.label_smoothing, pad_id)
     loss.backward()
     gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm or float("inf"))
     return loss.detach(), gnorm.detach()

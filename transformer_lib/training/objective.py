@@ -145,13 +145,16 @@ class _ChunkedSmoothedCE(torch.autograd.Function):
         s, rows, v = ctx.smoothing, ctx.rows, logits.shape[1]
         out = torch.empty_like(logits)                                    # (N, V), the logits' dtype
         row_scale = keep * (grad / count)                                 # (N,) 0 on ignored rows
+        in_place = logits.dtype == torch.float32                          # float32: work inside `out`
         for r in range(0, logits.shape[0], rows):
-            x = logits[r:r + rows].to(torch.float32, copy=True)            # (c, V) a copy even if float32
-            p = x.sub_(lse[r:r + rows, None]).exp_()                       # (c, V) softmax
+            dst = out[r:r + rows] if in_place else None                   # else a float32 block
+            p = torch.sub(logits[r:r + rows].float(), lse[r:r + rows, None], out=dst).exp_()  # (c, V) softmax
             p.sub_(s / v)                                                 # minus the smoothed target q
             p.scatter_add_(1, target[r:r + rows, None].clamp(min=0),
                            p.new_full((p.shape[0], 1), -(1.0 - s)))
-            out[r:r + rows] = p.mul_(row_scale[r:r + rows, None])
+            p.mul_(row_scale[r:r + rows, None])
+            if not in_place:
+                out[r:r + rows] = p                                       # to the logits' dtype
         return out, None, None, None, None
 
 
