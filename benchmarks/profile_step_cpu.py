@@ -12,7 +12,8 @@ their kernels, then a second pass is profiled.
 
 Two steps per preset: `before`, the step as it was (`nn.Dropout`; `F.cross_entropy` on a
 float32 copy of the logits; glibc's default malloc; Adam a tensor at a time), and `now`, the step `run_training` takes
-(`use_fast_dropout`, `chunked_cross_entropy`, `keep_freed_memory`, fused Adam; profiled second, since the
+(`use_fast_dropout`, the output layer at the counted positions only (`logits_at`),
+`chunked_cross_entropy`, `keep_freed_memory`, fused Adam; profiled second, since the
 allocator setting cannot be undone). The learning rate is the schedule's peak, as mid-run (at
 Adam's base rate of 1.0, which the schedule multiplies, the logits blow up, to a standard
 deviation of about 300 after 33 steps, and the softmax's exponentials underflow, which is slow).
@@ -66,10 +67,11 @@ def profile_preset(name: str, n_batches: int, now: bool) -> dict:
 
     def step(src: torch.Tensor, tgt: torch.Tensor) -> None:
         with record_function("forward and loss"):
+            at = tgt[:, 1:] != pad if now else None                               # (B, T) counted positions
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-                logits = model(src, tgt[:, :-1])                                   # (B, T, V)
+                logits = model(src, tgt[:, :-1], logits_at=at)                     # (N, V) or (B, T, V)
             if now:
-                loss = chunked_cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), cfg.label_smoothing, pad)
+                loss = chunked_cross_entropy(logits, tgt[:, 1:][at], cfg.label_smoothing, pad)
             else:
                 loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
                                        ignore_index=pad, label_smoothing=cfg.label_smoothing)
