@@ -37,7 +37,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import machine, spread_batches, write_result  # noqa: E402
-from transformer_lib import (TrainConfig, Transformer, chunked_cross_entropy, keep_freed_memory,  # noqa: E402
+from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, teacher_forced_loss,  # noqa: E402
                              make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
 
 GROUPS = {
@@ -67,12 +67,11 @@ def profile_preset(name: str, n_batches: int, now: bool) -> dict:
 
     def step(src: torch.Tensor, tgt: torch.Tensor) -> None:
         with record_function("forward and loss"):
-            at = tgt[:, 1:] != pad if now else None                               # (B, T) counted positions
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-                logits = model(src, tgt[:, :-1], logits_at=at)                     # (N, V) or (B, T, V)
-            if now:
-                loss = chunked_cross_entropy(logits, tgt[:, 1:][at], cfg.label_smoothing, pad)
+            if now:                                                                # run_training's loss
+                loss = teacher_forced_loss(model, src, tgt, cfg.label_smoothing, pad, amp=amp)
             else:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+                    logits = model(src, tgt[:, :-1])                               # (B, T, V)
                 loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
                                        ignore_index=pad, label_smoothing=cfg.label_smoothing)
         with record_function("backward"):

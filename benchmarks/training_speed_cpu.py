@@ -49,9 +49,8 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from transformer_lib import (TrainConfig, Transformer, chunked_cross_entropy, keep_freed_memory,
-                                 make_optimizer, make_scheduler, resolve_bf16,
-                                 use_fast_dropout)
+    from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, make_optimizer, make_scheduler,
+                                 resolve_bf16, teacher_forced_loss, use_fast_dropout)
 
     cfg = TrainConfig.from_preset(preset)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
@@ -70,17 +69,13 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
     amp = resolve_bf16(cfg.bf16, "cpu")
 
     def step(src: torch.Tensor, tgt: torch.Tensor) -> None:
-        at = tgt[:, 1:] != data.pad_id if level >= 6 else None   # (B, T) the counted positions
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-            if at is None:
-                logits = model(src, tgt[:, :-1]).flatten(0, 1)    # (B*T, V)
-            else:
-                logits = model(src, tgt[:, :-1], logits_at=at)    # (N, V)
-        labels = tgt[:, 1:].flatten() if at is None else tgt[:, 1:][at]   # (B*T,) or (N,)
-        if level >= 2:
-            loss = chunked_cross_entropy(logits, labels, cfg.label_smoothing, data.pad_id)
+        if level >= 2:                                        # the step's loss (chapter 11b)
+            loss = teacher_forced_loss(model, src, tgt, cfg.label_smoothing, data.pad_id, amp=amp,
+                                       counted_only=level >= 6)
         else:
-            loss = F.cross_entropy(logits.float(), labels, ignore_index=data.pad_id,
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+                logits = model(src, tgt[:, :-1])              # (B, T, V)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=data.pad_id,
                                    label_smoothing=cfg.label_smoothing)
         loss.backward()
         opt.step()

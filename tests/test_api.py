@@ -27,7 +27,7 @@ PUBLIC = {
     "decoding": ["softmax_with_temperature", "top_k_filter", "top_p_filter", "sample_logits", "IncrementalDecoder",
                  "greedy_decode", "sample", "beam_search", "length_penalty_gnmt", "sequence_log_prob"],
     "training": ["make_optimizer", "noam_lr", "make_scheduler", "label_smoothed_cross_entropy",
-                 "chunked_cross_entropy", "keep_freed_memory", "TrainConfig",
+                 "chunked_cross_entropy", "keep_freed_memory", "TrainConfig", "teacher_forced_loss",
                  "TrainingData", "toy_translation_data", "multi30k_data", "translate", "corpus_bleu",
                  "hardware_info", "train_flops", "evaluate_loss", "read_metrics", "run_training",
                  "translation_scores", "average_state_dicts", "load_checkpoint", "native_bf16",
