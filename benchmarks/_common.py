@@ -21,6 +21,13 @@ def machine() -> str:
     return f"{platform.machine()} {name or platform.processor() or ''}".strip()
 
 
+def bf16_result_name(name: str, bf16: bool) -> str:
+    """The result name of a benchmark whose figures depend on bf16: `name` where the CPU multiplies
+    bf16 natively (or the step ran under bf16 autocast), `name_fp32` where it does not. Chapter 11b
+    shows both kinds, so `make bench` on one kind of machine must not overwrite the other's."""
+    return name if bf16 else f"{name}_fp32"
+
+
 def write_result(name: str, result: dict) -> Path:
     """Write `result` (with the torch version added) to `benchmarks/results/<name>.json`."""
     RESULTS.mkdir(exist_ok=True)

@@ -5,7 +5,8 @@
 Times square matrix products (n = --size) in float32 and in bfloat16 on the threads the CPU
 training presets use, and reports the best of several rounds in GFLOP/s (2 n^3 FLOPs per
 product). A training step cannot beat this rate; the model FLOP/s of a run divided by it is
-the run's model FLOPs utilisation on this machine. Writes benchmarks/results/matmul_peak_cpu.json.
+the run's model FLOPs utilisation on this machine. Writes benchmarks/results/matmul_peak_cpu.json
+on a CPU with native bf16, matmul_peak_cpu_fp32.json on one without.
 """
 import argparse
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import machine, write_result  # noqa: E402
+from benchmarks._common import bf16_result_name, machine, write_result  # noqa: E402
 from transformer_lib import native_bf16  # noqa: E402
 
 
@@ -43,7 +44,7 @@ def main() -> None:
                          "bfloat16": best_gflops(args.size, torch.bfloat16)}}
     print(f"{args.threads} threads, n = {args.size}: " +
           ", ".join(f"{k} {v:,.0f} GFLOP/s" for k, v in result["gflops"].items()))
-    write_result("matmul_peak_cpu", result)
+    write_result(bf16_result_name("matmul_peak_cpu", result["native_bf16"]), result)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Where a CPU training step spends its time: torch.profiler on the `cpu` and `cpu-full` shapes.
 
-    python benchmarks/profile_step_cpu.py [--batches 20] [--presets cpu cpu-full]
+    python benchmarks/profile_step_cpu.py [--batches 20] [--presets cpu cpu-full] [--out NAME]
 
 For each preset: its model (`TrainConfig.from_preset(name).model`, the vocabulary of chapter
 11a's Multi30k tokenizer), the preset's thread count and bf16 setting (`bf16="auto"`: native
@@ -18,7 +18,8 @@ allocator setting cannot be undone). The learning rate is the schedule's peak, a
 Adam's base rate of 1.0, which the schedule multiplies, the logits blow up, to a standard
 deviation of about 300 after 33 steps, and the softmax's exponentials underflow, which is slow).
 
-Writes benchmarks/results/profile_step_cpu.json: per preset and step, the milliseconds and
+Writes benchmarks/results/<out>.json (default: `profile_step_cpu` on a CPU with native bf16,
+`profile_step_cpu_fp32` on one without, where the step runs in float32): per preset and step, the milliseconds and
 tokens/s under the profiler, the phase shares (forward and loss, backward, Adam update) and the
 operator shares of the operators' self time, grouped: matrix products (`mm`, `bmm`, `addmm`,
 `baddbmm`), dropout masks (`bernoulli_`, `random_`), dtype copies (`copy_`), the output softmax
@@ -36,7 +37,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import machine, spread_batches, write_result  # noqa: E402
+from benchmarks._common import bf16_result_name, machine, spread_batches, write_result  # noqa: E402
 from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, teacher_forced_loss,  # noqa: E402
                              make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
 
@@ -115,6 +116,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--presets", nargs="+", default=["cpu", "cpu-full"])
+    ap.add_argument("--out", help="result name under benchmarks/results/ (default: profile_step_cpu, "
+                                  "or profile_step_cpu_fp32 without native bf16)")
     args = ap.parse_args()
     result: dict = {"machine": machine(), "batches_profiled": args.batches, "presets": {}}
     for step in ("before", "now"):                   # `now` second: keep_freed_memory cannot be undone
@@ -127,7 +130,7 @@ def main() -> None:
                 print(f"  {k:>38}: {v:5.1%} of the step")
             for k, v in r["operator_shares"].items():
                 print(f"  {k:>38}: {v:5.1%} of the operators' time")
-    write_result("profile_step_cpu", result)
+    write_result(args.out or bf16_result_name("profile_step_cpu", resolve_bf16("auto", "cpu")), result)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Twice the training speed on a CPU: the step of a preset as it was, and with each change added.
 
     python benchmarks/training_speed_cpu.py [--preset cpu-full] [--batches 80] [--rounds 2]
-        [--variants NAME ...] [--out training_speed_cpu]
+        [--variants NAME ...] [--out NAME]
 
 The step is the one `run_training` takes: bf16 autocast where native, label-smoothed
 cross-entropy, backward, Adam and the warm-up schedule (already past its warm-up, at the peak
@@ -25,7 +25,10 @@ pass over the batches to warm up (each new batch shape compiles its kernels), th
 pass. The variants alternate, their order reversed every round; a ratio is the median over
 rounds of the per-round ratio of real (non-pad) tokens per second. `--variants` runs some of
 them (consecutive ones, to measure one change on another machine); `--out` names the result,
-benchmarks/results/<out>.json (default training_speed_cpu).
+benchmarks/results/<out>.json. By default it is `training_speed_cpu` on a CPU with native bf16,
+where the step runs under bf16 autocast, and `training_speed_cpu_fp32` on one without, where it
+runs in float32 (`resolve_bf16("auto", "cpu")`): the two are different steps, so `make bench`
+on one kind of machine does not overwrite the other kind's figures, and chapter 11b shows both.
 """
 import argparse
 import json
@@ -100,14 +103,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS, metavar="NAME",
                     help="consecutive variants to run (default: all)")
-    ap.add_argument("--out", default="training_speed_cpu", help="result name under benchmarks/results/")
+    ap.add_argument("--out", help="result name under benchmarks/results/ (default: training_speed_cpu, "
+                                  "or training_speed_cpu_fp32 without native bf16)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.preset, args.batches, args.child)))
         return
     sys.path.insert(0, str(ROOT))
-    from benchmarks._common import machine, write_result
+    from benchmarks._common import bf16_result_name, machine, write_result
 
     chosen = [v for v in VARIANTS if v in args.variants]
     if len(chosen) < 2 or VARIANTS.index(chosen[-1]) - VARIANTS.index(chosen[0]) != len(chosen) - 1:
@@ -138,7 +142,7 @@ def main() -> None:
     for v in chosen[1:]:
         print(f"{v:>13}: x{result['speedup_vs_previous'][v]:.2f} on the previous, "
               f"x{result['speedup_vs_before'][v]:.2f} on {chosen[0]}")
-    write_result(args.out, result)
+    write_result(args.out or bf16_result_name("training_speed_cpu", result["bf16_autocast"]), result)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ of the same weights:
 
 The variants run in rotating order, `--pairs` rounds; each ratio is the median over rounds of
 time(fp32) / time(variant) (> 1: faster than eager float32). Compilation time is reported apart.
-Writes benchmarks/results/training_step_cpu.json.
+Writes benchmarks/results/training_step_cpu.json on a CPU with native bf16,
+training_step_cpu_fp32.json on one without (where `bf16` is emulated: a different result).
 """
 import argparse
 import statistics
@@ -27,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import machine, write_result  # noqa: E402
+from benchmarks._common import bf16_result_name, machine, write_result  # noqa: E402
 from transformer_lib import Transformer, TransformerConfig, make_optimizer, native_bf16  # noqa: E402
 
 V, B, L = 8000, 32, 40
@@ -91,7 +92,7 @@ def main() -> None:
     }
     for n in names:
         print(f"{n:>14}: {result['median_ms'][n]:7.1f} ms/step, x{ratios[n]:.2f} vs fp32 eager")
-    write_result("training_step_cpu", result)
+    write_result(bf16_result_name("training_step_cpu", result["native_bf16"]), result)
 
 
 if __name__ == "__main__":
