@@ -19,8 +19,8 @@ Adam's base rate of 1.0, which the schedule multiplies, the logits blow up, to a
 deviation of about 300 after 33 steps, and the softmax's exponentials underflow, which is slow).
 
 Writes benchmarks/results/<out>.json (default: `profile_step_cpu` on a CPU with native bf16,
-`profile_step_cpu_fp32` on one without, where the step runs in float32): per preset and step, the milliseconds and
-tokens/s under the profiler, the phase shares (forward and loss, backward, Adam update) and the
+`profile_step_cpu_fp32` on one without, where the step runs in float32): per preset and step,
+the milliseconds and tokens/s under the profiler, the phase shares (forward and loss, backward, Adam update) and the
 operator shares of the operators' self time, grouped: matrix products (`mm`, `bmm`, `addmm`,
 `baddbmm`), dropout masks (`bernoulli_`, `random_`), dtype copies (`copy_`), the output softmax
 and its gradient (`_log_softmax` and its backward; `exp`, `exp_`, `logsumexp` in the chunked
