@@ -29,6 +29,18 @@ def glued_keys(nb) -> set[str]:
             for o in c.get("outputs", []) if "scrapbook" in o.get("metadata", {})}
 
 
+def glued_values(nb) -> dict[str, str]:
+    """Each glued key of a notebook's stored outputs with its text as the prose shows it (quotes removed)."""
+    values = {}
+    for c in nb.cells:
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            book = o.get("metadata", {}).get("scrapbook")
+            text = book and o.get("data", {}).get(book["mime_prefix"] + "text/plain")
+            if text is not None:
+                values[book["name"]] = text[1:-1] if text[:1] == text[-1:] and text[:1] in "'\"" else text
+    return values
+
+
 def referenced_keys(nb) -> list[str]:
     """Every key the markdown cells ask for, in order (a `path::key` kept whole)."""
     refs: list[str] = []

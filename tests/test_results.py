@@ -59,10 +59,13 @@ def test_chapter_12_prints_the_recorded_run():
     numbers = [float(x) for x in row[4:9]]
     expected = [s["bleu"]["greedy"], s["bleu"]["beam"], s["chrf"]["beam"], s["bleu_lc"]["beam"], s["steps"]]
     assert numbers == [round(x, 2) for x in expected], (row, expected)
-    assert float(row[9]) == round(s["epochs"], 1) and row[10] == s["selected"]
+    precision = "bf16 autocast" if s["bf16_autocast"] else "float32"
+    assert float(row[9]) == round(s["epochs"], 1) and row[10] == s["selected"] + ","
+    assert " ".join(row[11:]) == precision                      # the precision it trained in, beside it
     detail = next(ln for ln in lines if ln.startswith("recorded CPU run (cpu-full):") and "min of training" in ln)
     assert f"{s['train_time_s'] / 60:.1f} min of training" in detail
     assert f"{s['tokens_per_s']:,.0f} tokens/s" in detail and s["recorded"]["date"] in detail
+    assert s["hardware"]["cpu"] in detail and precision in detail    # with its machine and precision
     for name, c in s["selection"].items():
         assert f"{name:>8}: validation BLEU {c['val_bleu']:.2f}" in "\n".join(lines)
 
