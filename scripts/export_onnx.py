@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentences", type=int, default=None,
                     help="only the first N test sentences (a quick trial of the script; the page's model uses all)")
     args = ap.parse_args(argv)
+    from transformer_lib import hardware_info
     from transformer_lib.data import SubwordTokenizer, load_multi30k
     from transformer_lib.decoding import beam_search, greedy_decode
     from transformer_lib.export import (OnnxTranslator, export_onnx, onnx_agreement, round_to_fp16, round_to_int8,
@@ -183,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
                       "beam_fp16_same_as_torch": sum(a == b for a, b in zip(beam_web, beam_torch))},
         "bleu": bleu,
         "exported": {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                     "torch": torch.__version__, "seconds": round(time.perf_counter() - t0, 1)},
+                     "torch": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
+                     "cpu": hardware_info("cpu")["cpu"],
+                     "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                     "arithmetic": "float32 (onnxruntime CPU and PyTorch eval)"},
         "examples": EXAMPLES,
         "colors": {"query": COLORS["query"], "key": COLORS["key"]},
         "palette": {**{k: COLORS[k] for k in ("query", "key", "value", "mask", "encoder", "decoder", "output")},

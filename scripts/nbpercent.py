@@ -13,8 +13,10 @@ Usage:
     python scripts/nbpercent.py to-py  chapters/01_qkv_attention.ipynb  /tmp/ch1.py
     python scripts/nbpercent.py to-nb  /tmp/ch1.py  chapters/01_qkv_attention.ipynb
 
-``to-nb`` keeps the outputs of cells whose source did not change, so a small edit
-followed by ``scripts/execute.py`` re-runs the whole chapter in a fresh kernel anyway.
+``to-nb`` keeps the outputs and metadata (folds, collapsed outputs) of cells whose source did
+not change; a changed cell keeps only the tags written in the text, so fold it again with
+``scripts/reading_path.py --fold`` if it was folded. ``scripts/execute.py`` then re-runs the
+whole chapter in a fresh kernel.
 """
 from __future__ import annotations
 
@@ -86,12 +88,18 @@ def to_nb(src: Path, dst: Path) -> None:
         old_nb = nbformat.read(dst, as_version=4)
         old_meta = old_nb.metadata.get("widgets")  # saved widget state: the HTML book renders it
         for c in old_nb.cells:
-            if c.cell_type == "code":
-                old.setdefault(c.source, c)
-    for c in cells:
-        if c.cell_type == "code" and c.source in old:
-            c.outputs = old[c.source].outputs
-            c.execution_count = old[c.source].execution_count
+            old.setdefault((c.cell_type, c.source), c)
+    for c in cells:  # an unchanged cell keeps its outputs and its metadata (a fold, a collapsed output)
+        prev = old.get((c.cell_type, c.source))
+        if prev is None:
+            continue
+        tags = c.metadata.get("tags")          # the text's tags win: they are what the author edited
+        c.metadata = nbformat.from_dict({**prev.metadata, **({"tags": tags} if tags else {})})
+        if not tags:
+            c.metadata.pop("tags", None)
+        if c.cell_type == "code":
+            c.outputs = prev.outputs
+            c.execution_count = prev.execution_count
     seen: dict[str, int] = {}
     for c in cells:  # stable ids: the same source gives the same id, so exports diff cleanly
         digest = hashlib.sha1(c.source.encode("utf-8")).hexdigest()[:8]

@@ -26,6 +26,10 @@ against Python on the same committed files:
   hold;
 - the messages for an empty box, an unknown character and an over-long text; pasted text
   (newlines, tabs, decomposed umlauts, »quotes«, „German quotes“, ’) read as the clean text;
+  „German quotes“, the captions' own, kept and tokenized as Python does, with a note on what
+  quoted text does to this model;
+- sampling's distribution equal to `sample_logits`'s (top-k, renormalise, top-p) where the
+  other order would keep other tokens;
   the keyboard (Enter translates, Shift+Enter does not);
 - loading: a progress bar on the first visit; on a second visit (a new page in the same
   browser, and a reload) nothing of the model is fetched, it comes from Cache Storage; a
@@ -853,6 +857,73 @@ def test_pasted_text_is_read_as_the_captions_are_written(page, reference):
     assert still["state"] == "refused" and "“😀”" in still["status"]
     rare = _translate(page, "Ein Hund „läuft“ ⊕ schnell.")
     assert rare["state"] == "refused" and "“⊕”" in rare["status"]
+
+
+def test_german_quotes_are_read_as_python_reads_them(page, reference, web_model):
+    """„…“ is how the German training captions quote (chapter 12b counts them), and Python's
+    tokenizer reads it as it is: the page keeps it, its pieces are Python's, its translation is
+    PyTorch's token for token, and the page says what quoted text does to this model."""
+    import torch
+    from transformer_lib import greedy_decode
+    from transformer_lib.data import load_multi30k
+    meta, tok, onnx, _ = reference
+    train_de = [de for de, _ in load_multi30k("train", "de", "en")]
+    assert sum("„" in de for de in train_de) > sum('"' in de for de in train_de) > 0, "the captions quote with „…“"
+    text = "„Ein Hund“ spielt im Schnee."
+    src = tok.encode(text, eos=True)
+    got = _translate(page, text, "greedy")
+    assert got["state"] == "done" and got["read"] == text, f"read as {got['read']!r}"
+    pieces = page.evaluate("() => [...document.querySelectorAll('#tr-q-token option')].map((o) => o.textContent)")
+    assert pieces == [f"{i + 1}: {tok.id_to_token(t)}" for i, t in enumerate(src)], f"page pieces {pieces}"
+    ml = _max_len(meta, src)
+    with torch.no_grad():
+        want = greedy_decode(web_model, torch.tensor([src]), ml, tok.bos_id, tok.eos_id)[0].tolist()
+    assert got["ids"] == want == onnx.greedy(src, ml, tok.bos_id, tok.eos_id).ids
+    assert "Quotation marks" in got["status"], got["status"]
+    plain = _translate(page, "Ein Hund spielt im Schnee.")
+    assert plain["state"] == "done" and "Quotation marks" not in plain["status"]
+
+
+def test_top_k_then_top_p_as_sample_logits(page, reference, monkeypatch):
+    """The page's sampling distribution is `sample_logits`'s: top-k, renormalise, top-p, renormalise;
+    checked on a decoder step's logits for settings where top-p on the un-renormalised
+    distribution would keep other tokens."""
+    import torch
+    from transformer_lib.decoding import sample_logits
+    meta, tok, onnx, _ = reference
+    src = tok.encode(meta["examples"][0], eos=True)
+    ids = onnx.greedy(src, _max_len(meta, src), tok.bos_id, tok.eos_id).ids
+    logits = onnx.step([ids[:4]], onnx.encode(src))[0][0]         # (V,) the fourth step's logits
+    seen = {}
+    multinomial = torch.multinomial
+
+    def spy(probs, n, generator=None):                              # what sample_logits draws from
+        seen["p"] = probs.detach().double().clone()
+        return multinomial(probs, n, generator=generator)
+    monkeypatch.setattr(torch, "multinomial", spy)
+    differing = []
+    for T in (1.0, 1.5):
+        for k in (3, 5, 10, 20):
+            for top_p in (0.5, 0.7, 0.9):
+                sample_logits(torch.from_numpy(logits)[None], T, k, top_p)
+                ref = seen["p"][0].numpy()
+                p = _softmax64(logits, T)
+                order = np.argsort(-p, kind="stable")
+                topk = order[:k]                                     # no ties among float logits here
+                before = np.cumsum(p[topk]) - p[topk]                # un-renormalised: the other order
+                other = set(topk[before < top_p].tolist())
+                if other != set(np.nonzero(ref)[0].tolist()):
+                    differing.append((T, k, top_p, ref))
+    assert differing, "no setting where renormalising between top-k and top-p changes the kept tokens"
+    got = page.evaluate("""async ([logits, cases]) => {
+        const m = await import(new URL('../_static/translator/translator.js', document.baseURI).href);
+        const x = Float32Array.from(logits);
+        return cases.map(([T, k, p]) => Array.from(m.samplingDistribution(x, T, k, p))); }""",
+                        [logits.tolist(), [[T, k, pp] for T, k, pp, _ in differing]])
+    for (T, k, top_p, ref), q in zip(differing, got):
+        q = np.array(q)
+        assert set(np.nonzero(q)[0]) == set(np.nonzero(ref)[0]), f"T={T} k={k} p={top_p}: kept tokens differ"
+        assert np.abs(q - ref).max() <= 1e-6, f"T={T} k={k} p={top_p}: off by {np.abs(q - ref).max():.1e}"
 
 
 def _known_characters() -> set[str]:

@@ -1,4 +1,5 @@
-"""The book's best model, exported to ONNX and run by your browser: type a German caption,
+"""A Transformer trained with the recipe of the book's recorded run, exported to ONNX and run by
+your browser: type a German caption,
 choose how it decodes, and step through every token it weighs and every attention weight it
 computes — no server, no kernel, nothing loaded from the internet."""
 

@@ -159,6 +159,15 @@ const QUOTES = {                                                    // in order 
   "\u201e": ["\""], "\u201c": ["\""], "\u201d": ["\u201c", "\""], "\u201f": ["\u201c", "\""],   // „ “ ” ‟
   "\u201a": ["'"], "\u2018": ["'"], "\u2019": ["'"], "\u201b": ["\u2018", "'"],                // ‚ ‘ ’ ‛
 };
+// Quotation marks are kept: „…“ is how the German training captions quote (plain "…" is rarer), and
+// Python's tokenizer reads them as they are. The captions quote almost only names and the text of
+// signs, which the model learnt to copy letter by letter, whatever the quotes: the page says so
+// (chapter 12b counts the captions and shows what it writes).
+const QUOTED = /["„“”]/u;
+const QUOTED_NOTE = "Quotation marks: in the training captions they surround names and the text of signs, " +
+  "which the model copies letter by letter; expect the quoted words, and a sentence that starts with a quote, " +
+  "to come out garbled.";
+export { normaliseInput };
 function normaliseInput(text, known) {
   let t = text.normalize("NFC").replace(/\s+/gu, " ").trim();
   for (const [pattern, to] of VARIANTS) t = t.replace(pattern, to);
@@ -271,11 +280,14 @@ async function decodeOneRow(m, memory, maxLen, choose, pause) {
 
 const greedyChoice = (logits) => argmax(logits, 0, logits.length);
 
-// Sampling. p = softmax(logits / T); top-k keeps the k largest p (ties at the k-th value kept);
-// top-p keeps tokens, in descending order, while the mass of the strictly more likely tokens is
-// below p (so at least one); both filters act on p and the kept tokens are renormalised; one draw
-// u of mulberry32(seed) per step picks by the inverse CDF over the kept tokens in descending order
-// (ties by token id). T = 0 and top-k = 1 mean argmax: exactly greedy.
+// Sampling, in the order of transformer_lib's `sample_logits` (chapter 10): p = softmax(logits / T);
+// top-k keeps the k largest p (ties at the k-th value kept, as `top_k_filter`); the kept tokens are
+// renormalised; top-p then keeps, in descending order, the tokens whose strictly more likely kept
+// tokens hold less than p of that renormalised mass (so at least one; `top_p_filter` on the top-k
+// logits); the kept tokens are renormalised again. One draw u of mulberry32(seed) per step picks by
+// the inverse CDF over the kept tokens in descending order (ties by token id). T = 0 and top-k = 1
+// mean argmax: exactly greedy. `samplingDistribution` is that final distribution (the browser test
+// compares it with `sample_logits`'s).
 function mulberry32(seed) {
   let a = seed | 0;
   return () => {
@@ -296,15 +308,26 @@ function keptTokens(p, topK, topP) {                                  // token i
     for (n = topK; n < order.length && p[order[n]] === kth; n++);
   }
   if (topP < 1) {
+    let total = 0;                                                   // top-k's mass: renormalise by it
+    for (let i = 0; i < n; i++) total += p[order[i]];
     let cum = 0, better = 0, i = 0;
     for (; i < n; i++) {
       if (i > 0 && p[order[i]] !== p[order[i - 1]]) better = cum;  // mass of the strictly better tokens
       if (better >= topP) break;
-      cum += p[order[i]];
+      cum += p[order[i]] / total;
     }
     n = i;
   }
   return order.slice(0, n);
+}
+
+// The distribution sampling draws from: p restricted to the kept tokens and renormalised (zero elsewhere).
+export function samplingDistribution(logits, temperature, topK = 0, topP = 1) {
+  const p = softmaxT(logits, temperature), kept = keptTokens(p, topK, topP), q = new Float64Array(p.length);
+  let total = 0;
+  for (const i of kept) total += p[i];
+  for (const i of kept) q[i] = p[i] / total;
+  return q;
 }
 
 function sampler(o) {
@@ -790,7 +813,8 @@ async function main() {
     ui.output.textContent = body.length ? m.tokenizer.decode(body, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
     Object.assign(ui.output.dataset, { ids: JSON.stringify(res.ids), read: text.text, ms: ms.toFixed(2), method: res.method });
     const read = text.text !== text.raw ? ` Read as: “${text.text}” (spaces and typography as in the training captions).` : "";
-    ui.status.textContent = `${methodName(o)}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.${read}`;
+    const quoted = QUOTED.test(text.text) ? ` ${QUOTED_NOTE}` : "";
+    ui.status.textContent = `${methodName(o)}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.${read}${quoted}`;
     const n = res.steps.length;
     ui.position.max = String(n);
     if (fresh || Number(ui.position.value) > n) ui.position.value = "1";
