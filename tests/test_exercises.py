@@ -98,3 +98,41 @@ def test_each_check_sits_with_its_exercise():
 def test_checks_stay_out_of_the_library_namespace():
     import transformer_lib
     assert not any("exercise" in n.lower() or n.startswith("ex") and n[2:].isdigit() for n in transformer_lib.__all__)
+
+
+def test_forbidden_names_the_function_under_any_alias_and_when_caught():
+    """`call(..., forbidden=Forbidden(...))` names a forbidden call, however it is reached or hidden."""
+    import torch
+    import torch.nn.functional as F
+    from transformer_lib.exercises import Forbidden, Mistake, call
+
+    def guard():
+        return Forbidden({torch.softmax: "torch.softmax", F.softmax: "F.softmax"}, why="write it yourself")
+
+    x = torch.randn(2, 3)
+    alias = torch.softmax
+
+    def caught(s):
+        try:
+            return torch.softmax(s, -1)
+        except Exception:
+            return s
+    for fn, name in ((lambda s: alias(s, -1), "torch.softmax"), (lambda s: F.softmax(s, -1), "F.softmax"), (caught, "torch.softmax")):
+        with pytest.raises(Mistake, match=f"calls {name}, which this exercise forbids: write it yourself"):
+            call(fn, x, forbidden=guard())
+    assert torch.equal(call(lambda s: s.exp(), x, forbidden=guard()), x.exp())      # other torch calls run
+    assert torch.allclose(torch.softmax(x, -1).sum(-1), torch.ones(2))                # and nothing is left patched
+
+    def helper(s):
+        return s * 2
+    with pytest.raises(Mistake, match="calls helper"):
+        call(lambda s: helper(s) + 1, x, forbidden=Forbidden({}, python={helper: "helper"}))
+
+
+def test_argument_order_names_the_order_that_works():
+    import torch
+    from transformer_lib.exercises import argument_order
+    a, b = torch.tensor(1.0), torch.tensor(3.0)
+    said = argument_order(lambda y, x: x - y, (a, b), ("a", "b"), lambda out: out == a - b, call_as="f(a, b)")
+    assert said is not None and "(b, a)" in said and "f(a, b)" in said
+    assert argument_order(lambda x, y: x * y, (a, b), ("a", "b"), lambda out: out == 7, call_as="f(a, b)") is None

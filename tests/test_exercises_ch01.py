@@ -3,6 +3,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer_lib.exercises import ch01
 
@@ -21,20 +22,54 @@ def good_softmax(s):
 
 
 SOFTMAX_MISTAKES = {
-    "wrong axis": (lambda s: torch.softmax(s, dim=0), "wrong axis"),
+    "wrong axis": (lambda s: torch.exp(s - s.amax(0)) / torch.exp(s - s.amax(0)).sum(0), "wrong axis"),
     "no keepdim": (lambda s: torch.exp(s - s.max(-1).values) / torch.exp(s - s.max(-1).values).sum(-1, keepdim=True),
                    "keepdim=True"),
     "not normalised": (lambda s: torch.exp(s - s.max(-1, keepdim=True).values), "do not sum to 1"),
     "naive, overflows": (lambda s: torch.exp(s) / torch.exp(s).sum(-1, keepdim=True), "overflows"),
     "one global maximum": (lambda s: torch.exp(s - s.max()) / torch.exp(s - s.max()).sum(-1, keepdim=True),
                            "one maximum for the whole tensor"),
+    "log of the softmax": (lambda s: (s - s.amax(-1, keepdim=True))
+                           - torch.exp(s - s.amax(-1, keepdim=True)).sum(-1, keepdim=True).log(), "logarithm of the softmax"),
+    "divided by the sum of the whole tensor": (lambda s: torch.exp(s - s.amax(-1, keepdim=True))
+                                               / torch.exp(s - s.amax(-1, keepdim=True)).sum(), "whole tensor"),
 }
 
 
 def test_ex2_right_answers_pass():
     assert _verdict(ch01.ex2, good_softmax).ok
-    assert _verdict(ch01.ex2, lambda s: torch.softmax(s, dim=-1)).ok
+    assert _verdict(ch01.ex2, lambda s: torch.exp(s - s.amax(-1, keepdim=True)) /
+                    torch.exp(s - s.amax(-1, keepdim=True)).sum(-1, keepdim=True)).ok
     assert repr(ch01.ex2.check(good_softmax)).startswith("✓ ")
+
+
+def _swallowed(s):
+    """Calls torch.softmax, catches what the check raises, and answers with a softmax of its own."""
+    try:
+        return torch.softmax(s, dim=-1)
+    except Exception:
+        return good_softmax(s)
+
+
+from torch import softmax as imported_softmax  # noqa: E402  (an alias the check must see through)
+
+FORBIDDEN_SOFTMAX = {
+    "torch.softmax": (lambda s: torch.softmax(s, dim=-1), "torch.softmax"),
+    "F.softmax": (lambda s: F.softmax(s, dim=-1), "torch.nn.functional.softmax"),
+    "Tensor.softmax": (lambda s: s.softmax(-1), "Tensor.softmax"),
+    "nn.Softmax": (lambda s: torch.nn.Softmax(dim=-1)(s), "torch.nn.functional.softmax"),
+    "torch.special.softmax": (lambda s: torch.special.softmax(s, -1), "torch.special.softmax"),
+    "exp of log_softmax": (lambda s: torch.log_softmax(s, -1).exp(), "torch.log_softmax"),
+    "imported alias": (lambda s: imported_softmax(s, -1), "torch.softmax"),
+    "exception swallowed": (_swallowed, "torch.softmax"),
+}
+
+
+@pytest.mark.parametrize("name", FORBIDDEN_SOFTMAX)
+def test_ex2_rejects_pytorchs_softmax_and_names_it(name):
+    fn, called = FORBIDDEN_SOFTMAX[name]
+    v = _verdict(ch01.ex2, fn)
+    assert not v.ok and f"calls {called}, which this exercise forbids" in v.message, v.message
 
 
 @pytest.mark.parametrize("name", SOFTMAX_MISTAKES)
@@ -76,13 +111,13 @@ def good_attention(q, k, v, mask=None):
 
 
 def _attn(scale=None, dim=-1, fill=float("-inf"), invert=False, use_mask=True, zero_rows=True, ret="both",
-          transpose=lambda k: k.transpose(-2, -1)):
+          transpose=lambda k: k.transpose(-2, -1), after=lambda w, q: w):
     def fn(q, k, v, mask=None):
         s = (q @ transpose(k)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale(q, v))
         m = None if mask is None or not use_mask else (~mask if invert else mask)
-        if m is not None:
+        if m is not None and fill is not None:                      # fill=None: masked after the softmax only
             s = s.masked_fill(~m, fill)
-        w = torch.softmax(s, dim=dim)
+        w = after(torch.softmax(s, dim=dim), q)
         if m is not None and zero_rows:
             w = w.masked_fill(~m, 0.0)
         out = w @ v
@@ -104,14 +139,62 @@ ATTENTION_MISTAKES = {
     "NaN for a fully masked row": (_attn(zero_rows=False), "gives NaN"),
     "-1e9 instead of -inf": (_attn(fill=-1e9, zero_rows=False), "mean of the values"),
     "scores returned as weights": (_attn(ret="scores"), "weights you return"),
+    "masked after the softmax": (_attn(fill=None), "masked after the softmax"),
+    "weights divided by sqrt(d_k)": (_attn(scale=lambda q, v: 1.0, after=lambda w, q: w / math.sqrt(q.shape[-1])),
+                                     "divided the weights (after the softmax) by √d_k"),
 }
 
 
 def test_ex3_right_answers_pass():
     assert _verdict(ch01.ex3, good_attention).ok
     assert _verdict(ch01.ex3, lambda q, k, v, mask=None: good_attention(q, k, v, mask)[0]).ok   # output only
-    from transformer_lib import attention
-    assert _verdict(ch01.ex3, attention).ok
+
+
+def _via_multihead(q, k, v, mask=None):
+    from transformer_lib import multihead
+    return vars(multihead)["attention"](q, k, v, mask)         # the library's function, reached another way
+
+
+FORBIDDEN_ATTENTION = {
+    "transformer_lib.attention itself": (lambda: __import__("transformer_lib").attention, "transformer_lib.attention"),
+    "a call of transformer_lib.attention": (lambda: lambda q, k, v, mask=None: __import__("transformer_lib").attention(
+        q, k, v, mask), "transformer_lib.attention"),
+    "reached through another module": (lambda: _via_multihead, "transformer_lib.attention"),
+    "F.scaled_dot_product_attention": (lambda: lambda q, k, v, mask=None: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask), "F.scaled_dot_product_attention"),
+}
+
+
+def _copy_of_attention():
+    """The library's `attention` defined again from its source, as chapter 1's own cell defines it."""
+    import inspect
+    import sys
+    module = sys.modules["transformer_lib.attention"]
+    namespace = dict(vars(module))
+    exec(compile(inspect.getsource(module.attention), "<chapter cell>", "exec"), namespace)
+    assert namespace["attention"] is not module.attention
+    return lambda q, k, v, mask=None: namespace["attention"](q, k, v, mask)
+
+
+FORBIDDEN_ATTENTION["the chapter's own copy of attention"] = (_copy_of_attention, "transformer_lib.attention")
+
+
+@pytest.mark.parametrize("name", FORBIDDEN_ATTENTION)
+def test_ex3_rejects_the_library_and_sdpa_and_names_them(name):
+    make, called = FORBIDDEN_ATTENTION[name]
+    v = _verdict(ch01.ex3, make())
+    assert not v.ok and f"calls {called}, which this exercise forbids" in v.message, v.message
+
+
+@pytest.mark.parametrize("order", ["k, q, v", "v, q, k", "q, v, k"])
+def test_ex3_arguments_in_another_order_are_named(order):
+    names = [n.strip() for n in order.split(",")]
+
+    def swapped(*args, mask=None):                                 # its parameters are in `order`
+        got = dict(zip(names, args))
+        return good_attention(got["q"], got["k"], got["v"], mask)
+    v = _verdict(ch01.ex3, swapped)
+    assert not v.ok and f"in another order, ({order})" in v.message and "my_attention(q, k, v" in v.message, v.message
 
 
 @pytest.mark.parametrize("name", ATTENTION_MISTAKES)

@@ -1,6 +1,7 @@
 """Chapter 7's checks: each named mistake is recognised, the right answer passes, a broken answer gets a sentence."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer_lib.exercises import ch07
 from transformer_lib.masks import teacher_forcing
@@ -47,18 +48,32 @@ def test_ex5_broken_answers_get_a_sentence():
         lambda t, b, e, p: (teacher_forcing(t, b, e, p)[0] * 0, teacher_forcing(t, b, e, p)[1])).message
 
 
-def _layer(q="h", k="m", v="m", self_mask="tgt", cross_mask="mem", pre=False, cross_residual=True):
+def _norm(layer, which, d):
+    """One of the layer's norms by name, or a LayerNorm without γ and β ("free", "fresh"), or none."""
+    if which == "free":
+        return lambda h: F.layer_norm(h, (d,))
+    if which == "fresh":
+        return torch.nn.LayerNorm(d)                                # a new module: γ = 1, β = 0
+    if which == "none":
+        return lambda h: h
+    return getattr(layer, which)
+
+
+def _layer(q="h", k="m", v="m", self_mask="tgt", cross_mask="mem", pre=False, cross_residual=True,
+           self_residual=True, ffn_residual=True, norms=("norm1", "norm2", "norm3")):
     def f(layer, x, memory, tgt_mask, memory_mask):
+        n1, n2, n3 = (_norm(layer, n, x.shape[-1]) for n in norms)
         masks = {"tgt": tgt_mask, "mem": memory_mask, None: None}
         if pre:
             y1 = x + layer.self_attn(layer.norm1(x), layer.norm1(x), layer.norm1(x), tgt_mask)
             y2 = y1 + layer.cross_attn(layer.norm2(y1), memory, memory, memory_mask)
             return y2 + layer.ffn(layer.norm3(y2))
-        h = layer.norm1(x + layer.self_attn(x, x, x, masks[self_mask]))
+        a = layer.self_attn(x, x, x, masks[self_mask])
+        h = n1(x + a if self_residual else a)
         pick = {"h": h, "m": memory, "x": x}
         c = layer.cross_attn(pick[q], pick[k], pick[v], masks[cross_mask])
-        h = layer.norm2(h + c if cross_residual else c)
-        return layer.norm3(h + layer.ffn(h))
+        h = n2(h + c if cross_residual else c)
+        return n3(h + layer.ffn(h) if ffn_residual else layer.ffn(h))
     return f
 
 
@@ -73,6 +88,19 @@ LAYER_MISTAKES = [
     (_layer(cross_mask=None), "ignores memory_mask"),
     (_layer(pre=True), "pre-LN"),
     (_layer(cross_residual=False), "no residual connection around the cross-attention"),
+    (_layer(self_residual=False), "no residual connection around the self-attention"),
+    (_layer(ffn_residual=False), "no residual connection around the FFN"),
+    # the LayerNorms: the check's layer has its own γ and β in each, so none of these can pass
+    (_layer(norms=("norm1", "norm3", "norm2")), "you swapped norm2 and norm3"),
+    (_layer(norms=("norm2", "norm1", "norm3")), "you swapped norm1 and norm2"),
+    (_layer(norms=("norm1", "norm1", "norm1")), "you used norm1 3 times"),
+    (_layer(norms=("norm1", "norm2", "norm2")), "you used norm2 2 times"),
+    (_layer(norms=("norm2", "norm3", "norm1")), "LayerNorms are in the wrong order (norm2, norm3, norm1)"),
+    (_layer(norms=("free", "free", "free")), "without the layer's γ and β after the self-attention (use layer.norm1) "
+                                             "and the cross-attention (use layer.norm2) and the FFN (use layer.norm3)"),
+    (_layer(norms=("norm1", "norm2", "free")), "without the layer's γ and β after the FFN (use layer.norm3)"),
+    (_layer(norms=("fresh", "norm2", "norm3")), "without the layer's γ and β after the self-attention"),
+    (_layer(norms=("norm1", "none", "norm3")), "no LayerNorm after the cross-attention (layer.norm2)"),
 ]
 
 
@@ -94,6 +122,20 @@ def test_ex6_queries_from_memory_with_other_lengths():
         return memory
     v = ch07.ex6.check(q_from_memory)
     assert not v.ok and "queries must come from the decoder" in v.message, v.message
+
+
+@pytest.mark.parametrize("order", [("memory", "x", "tgt_mask", "memory_mask"), ("x", "memory", "memory_mask", "tgt_mask"),
+                                   ("tgt_mask", "memory_mask", "x", "memory")], ids=", ".join)
+def test_ex6_arguments_in_another_order_are_named(order):
+    def swapped(layer, *args):                                     # its parameters after `layer` are in `order`
+        got = dict(zip(order, args))
+        return layer(got["x"], got["memory"], got["tgt_mask"], got["memory_mask"])
+    v = ch07.ex6.check(swapped)
+    assert not v.ok, v.message
+    if order[2:] == ("memory_mask", "tgt_mask"):                    # with T == S this is the swapped-masks mistake
+        assert "you swapped the masks" in v.message, v.message
+    else:
+        assert f"in another order, ({', '.join(order)})" in v.message, v.message
 
 
 def test_ex6_broken_answers_get_a_sentence():

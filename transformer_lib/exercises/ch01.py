@@ -5,12 +5,13 @@
 # %% auto #0
 __all__ = ['ex2', 'ex3']
 
-# %% ../../chapters/01_qkv_attention.ipynb #3fe1970e
+# %% ../../chapters/01_qkv_attention.ipynb #752a0ce6
 import math
 
 import torch
+import torch.nn.functional as F
 
-from . import Exercise, Mistake, call, expect_tensor, expect_close
+from . import Exercise, Forbidden, Mistake, argument_order, call, expect_tensor, expect_close
 from ..attention import attention
 
 
@@ -19,50 +20,69 @@ def _same(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5) -> bool:
     return got.shape == want.shape and torch.allclose(got.double(), want.double(), atol=atol, rtol=0, equal_nan=True)
 
 
+def _no_softmax() -> Forbidden:
+    """Exercise 2 writes the softmax itself: PyTorch's softmax (and log-softmax), under every name, is forbidden."""
+    names = {torch.softmax: "torch.softmax", F.softmax: "torch.nn.functional.softmax",
+             torch.Tensor.softmax: "Tensor.softmax", torch.special.softmax: "torch.special.softmax",
+             torch._softmax: "torch._softmax", torch.log_softmax: "torch.log_softmax",
+             F.log_softmax: "torch.nn.functional.log_softmax", torch.Tensor.log_softmax: "Tensor.log_softmax",
+             torch.special.log_softmax: "torch.special.log_softmax"}
+    return Forbidden(names, why="write it from torch.exp, a maximum and a sum")
+
+
+def _softmax(answer, s: torch.Tensor):
+    return call(answer, s, what="your softmax", forbidden=_no_softmax())
+
+
 def _check_softmax(answer) -> None:
     g = torch.Generator().manual_seed(1)
     s = 3 * torch.randn(4, 4, generator=g)                                      # (L_q, L_k), square
-    out = expect_tensor(call(answer, s.clone(), what="your softmax"), s.shape, what="your softmax's output")
+    out = expect_tensor(_softmax(answer, s.clone()), s.shape, what="your softmax's output")
     if not _same(out, torch.softmax(s, dim=-1)):
         if _same(out, torch.softmax(s, dim=0)):
             raise Mistake("your softmax normalises over the wrong axis: each row (the last axis, dim=-1) must sum to 1")
         if _same(out, torch.softmax(s - s.max(-1).values, dim=-1)):
             raise Mistake("you took the maximum without keepdim=True, so row j's maximum was subtracted from "
                           "column j; use s.max(dim=-1, keepdim=True).values")
+        if _same(out, torch.log_softmax(s, dim=-1)):
+            raise Mistake("you returned the logarithm of the softmax, s - max - log(sum(exp(s - max))): return "
+                          "the exponentials divided by their row's sum")
+        if abs(out.double().sum().item() - 1) < 1e-5 and _same(out / out.sum(-1, keepdim=True), torch.softmax(s, -1)):
+            raise Mistake("you divided by the sum over the whole tensor: each row is divided by its own sum, "
+                          "sum(dim=-1, keepdim=True)")
         if not torch.allclose(out.sum(-1), torch.ones(4), atol=1e-5):
             raise Mistake("the rows of your softmax do not sum to 1: divide the exponentials by their row's sum")
-        raise Mistake("your softmax differs from exp(s) / sum(exp(s)) over the last axis")
+        raise Mistake("your softmax differs from exp(s) / sum(exp(s)) over the last axis, although its rows sum to 1")
     s = 3 * torch.randn(2, 3, 5, generator=g)                                   # (B, L_q, L_k)
-    expect_close(expect_tensor(call(answer, s, what="your softmax"), s.shape, what="your softmax of a (2, 3, 5) batch"),
+    expect_close(expect_tensor(_softmax(answer, s), s.shape, what="your softmax of a (2, 3, 5) batch"),
                  torch.softmax(s, dim=-1), message="your softmax is right for a square matrix but wrong for a "
                  "(2, 3, 5) batch of scores: it must work over the last axis of any shape")
     v = torch.tensor([1.0, 2.0, 3.0])                                           # one row, 1-D
-    expect_close(expect_tensor(call(answer, v, what="your softmax"), (3,), what="your softmax of a 1-D row"),
+    expect_close(expect_tensor(_softmax(answer, v), (3,), what="your softmax of a 1-D row"),
                  torch.softmax(v, dim=-1), message="your softmax of the 1-D row (1, 2, 3) is wrong: it must "
                  "work on any number of dimensions, over the last one")
     big = torch.tensor([[1000.0, 999.0, 998.0]])                               # would overflow exp()
-    out = call(answer, big, what="your softmax")
+    out = _softmax(answer, big)
     if isinstance(out, torch.Tensor) and out.shape == big.shape and not torch.isfinite(out[0]).all():
         raise Mistake("your softmax overflows: exp(1000) is inf in float32; subtract each row's maximum first")
     expect_close(expect_tensor(out, big.shape, what="your softmax of scores near 1000"), torch.softmax(big, dim=-1),
                  message="your softmax is wrong for scores near 1000")
     apart = torch.tensor([[1000.0, 999.0], [-1000.0, -1001.0]])                 # rows far apart from each other
-    out = call(answer, apart, what="your softmax")
+    out = _softmax(answer, apart)
     if isinstance(out, torch.Tensor) and out.shape == apart.shape and not torch.isfinite(out[1]).all():
         raise Mistake("you subtracted one maximum for the whole tensor: the row near -1000 underflows to 0/0; "
                       "subtract each row's own maximum")
     expect_close(expect_tensor(out, apart.shape, what="your softmax of rows near +1000 and -1000"),
                  torch.softmax(apart, dim=-1), message="your softmax is wrong for a row near -1000")
     masked = torch.tensor([[0.5, float("-inf"), 2.0, float("-inf")]])           # masked scores are -inf
-    expect_close(expect_tensor(call(answer, masked, what="your softmax"), masked.shape,
-                               what="your softmax of a row with -inf scores"),
+    expect_close(expect_tensor(_softmax(answer, masked), masked.shape, what="your softmax of a row with -inf scores"),
                  torch.softmax(masked, dim=-1), message="a score of -inf must get weight exactly 0, the others "
                  "sum to 1: your softmax gets the row (0.5, -inf, 2, -inf) wrong")
 
 
 ex2 = Exercise("01", 2, "a softmax that cannot overflow", _check_softmax,
                "your softmax equals torch.softmax over the last axis, on a batch of rows, a 1-D row, scores near "
-               "±1000 and scores of -inf.")
+               "±1000 and scores of -inf, and calls no softmax of PyTorch's.")
 
 
 def _scores_softmax(q, k, v, scale, mask=None, fill=float("-inf"), dim=-1):
@@ -73,19 +93,42 @@ def _scores_softmax(q, k, v, scale, mask=None, fill=float("-inf"), dim=-1):
     return torch.softmax(s, dim=dim) @ v
 
 
+def _no_library() -> Forbidden:
+    """Exercise 3 writes attention itself: PyTorch's fused attention and the library's are forbidden."""
+    return Forbidden({F.scaled_dot_product_attention: "F.scaled_dot_product_attention",
+                      F.multi_head_attention_forward: "F.multi_head_attention_forward"},
+                     python={attention: "transformer_lib.attention"},
+                     why="write the matrix form yourself, softmax(q kᵀ / √d_k) v")
+
+
 def _output(answer, *args, **kwargs):
-    out = call(answer, *args, what="your attention", **kwargs)
+    out = call(answer, *args, what="your attention", forbidden=_no_library(), **kwargs)
     if isinstance(out, tuple) and len(out) == 2:
         return out
     return out, None
 
 
+def _swapped(answer, q, k, v) -> None:
+    """Raise the Mistake for an answer that is right with q, k, v in another order, if it is one."""
+    want = attention(q, k, v)[0]
+    first = lambda out: out[0] if isinstance(out, tuple) else out
+    said = argument_order(answer, (q, k, v), ("q", "k", "v"), lambda out: _same(first(out), want),
+                          call_as="my_attention(q, k, v, mask=None)")
+    if said:
+        raise Mistake(said)
+
+
 def _check_attention(answer) -> None:
     g = torch.Generator().manual_seed(0)
     q, k, v = torch.randn(3, 4, generator=g), torch.randn(5, 4, generator=g), torch.randn(5, 2, generator=g)
-    out, _ = _output(answer, q, k, v)
-    out = expect_tensor(out, (3, 2), what="your output for q (3, 4), k (5, 4), v (5, 2)",
-                        hint={(3, 5): "that is the weights' shape: multiply the weights by v"})
+    try:
+        out, _ = _output(answer, q, k, v)
+        out = expect_tensor(out, (3, 2), what="your output for q (3, 4), k (5, 4), v (5, 2)",
+                            hint={(3, 5): "that is the weights' shape: multiply the weights by v"})
+    except Mistake as m:
+        if "forbids" not in str(m) and callable(answer):
+            _swapped(answer, q, k, v)
+        raise
     if not _same(out, attention(q, k, v)[0]):
         if _same(out, _scores_softmax(q, k, v, 1.0)):
             raise Mistake("your scores are not divided by √d_k")
@@ -95,7 +138,11 @@ def _check_attention(answer) -> None:
             raise Mistake("you divided by √d_v, the width of the values; divide by √d_k, the width of queries and keys")
         if _same(out, _scores_softmax(q, k, v, 1 / 2, dim=-2)):
             raise Mistake("your softmax runs over the queries (dim=-2); it must run over the keys (the last axis)")
-        raise Mistake("your output differs from softmax(q kᵀ / √d_k) v for q (3, 4), k (5, 4), v (5, 2)")
+        if _same(out, _scores_softmax(q, k, v, 1.0) / 2):
+            raise Mistake("you divided the weights (after the softmax) by √d_k: divide the scores, before it")
+        _swapped(answer, q, k, v)
+        raise Mistake("your output differs from softmax(q kᵀ / √d_k) v for q (3, 4), k (5, 4), v (5, 2), and not "
+                      "by a missing or wrong scale, nor a softmax over the wrong axis")
     B, h, Lq, Lk, dk, dv = 2, 3, 4, 6, 8, 5
     q, k, v = torch.randn(B, h, Lq, dk, generator=g), torch.randn(B, h, Lk, dk, generator=g), torch.randn(B, h, Lk, dv, generator=g)
     try:
@@ -119,7 +166,11 @@ def _check_attention(answer) -> None:
             raise Mistake("your mask is inverted: True means the query MAY attend to that key")
         if _same(out, _scores_softmax(q, k, v, 1 / math.sqrt(dk), mask, fill=0.0)):
             raise Mistake("you set the masked scores to 0, not -inf: a score of 0 still gets weight after the softmax")
-        raise Mistake("your output with a mask differs from attention(q, k, v, mask=mask)")
+        if _same(out, attention(q, k, v)[1].masked_fill(~mask, 0.0) @ v):
+            raise Mistake("you masked after the softmax: the weights of the masked keys are zeroed but the others "
+                          "no longer sum to 1; set the masked scores to -inf before the softmax")
+        raise Mistake("your output with a mask differs from attention(q, k, v, mask=mask), and not by an ignored or "
+                      "inverted mask, nor masked scores set to 0")
     if weights is not None:
         if not isinstance(weights, torch.Tensor) or weights.shape != want_w.shape or not _same(weights, want_w):
             raise Mistake("your output is right but the weights you return are not the ones that mixed the values "
@@ -142,4 +193,5 @@ def _check_attention(answer) -> None:
 
 ex3 = Exercise("01", 3, "attention with a mask, written by you", _check_attention,
                "your attention equals transformer_lib.attention: 2-D and (B, h, L, d) inputs with L_q ≠ L_k and "
-               "d_k ≠ d_v, a mask that broadcasts over the heads, and a query with nothing to attend to.")
+               "d_k ≠ d_v, a mask that broadcasts over the heads, and a query with nothing to attend to; it calls "
+               "neither transformer_lib.attention nor F.scaled_dot_product_attention.")

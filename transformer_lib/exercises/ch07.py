@@ -5,12 +5,14 @@
 # %% auto #0
 __all__ = ['ex5', 'ex6']
 
-# %% ../../chapters/07_decoder_cross_attention.ipynb #10456640
+# %% ../../chapters/07_decoder_cross_attention.ipynb #14fa93f2
+import itertools
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 
-from . import Exercise, Mistake, call, expect_tensor
+from . import Exercise, Mistake, argument_order, call, expect_tensor
 from ..masks import causal_mask, padding_mask, target_mask, teacher_forcing
 from ..model import DecoderLayer
 
@@ -59,8 +61,58 @@ ex5 = Exercise("07", 5, "the decoder input and the labels", _check_shift,
                "padded rows: the same as teacher_forcing.")
 
 
+_SUBLAYERS = ("self-attention", "cross-attention", "FFN")
+
+
+def _norm_variants(layer: DecoderLayer, x: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor,
+                   memory_mask: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """The post-LN layer with other LayerNorms after its three sub-layers, each choice named.
+
+    A choice for each sub-layer: one of the layer's norm1, norm2, norm3 (their γ and β differ), a norm
+    without γ and β (`F.layer_norm` with no weight and bias, or a fresh `nn.LayerNorm`), or none.
+    """
+    sa, ca, ffn, d = layer.self_attn, layer.cross_attn, layer.ffn, x.shape[-1]
+    norms: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+        "norm1": layer.norm1, "norm2": layer.norm2, "norm3": layer.norm3,
+             "free": lambda h: F.layer_norm(h, (d,), eps=layer.norm1.eps), "none": lambda h: h}
+    right = ("norm1", "norm2", "norm3")
+    v: list[tuple[str, torch.Tensor]] = []
+    y1 = x + sa(x, x, x, tgt_mask)                       # each sub-layer runs once per distinct input
+    h1 = {c1: norms[c1](y1) for c1 in norms}
+    y2 = {c1: h1[c1] + ca(h1[c1], memory, memory, memory_mask) for c1 in norms}
+    h2 = {(c1, c2): norms[c2](y2[c1]) for c1 in norms for c2 in norms}
+    y3 = {k: h + ffn(h) for k, h in h2.items()}
+    for choice in itertools.product(norms, repeat=3):
+        if choice == right:
+            continue
+        out = norms[choice[2]](y3[(choice[0], choice[1])])
+        wrong = [(s, c, r) for s, c, r in zip(_SUBLAYERS, choice, right) if c != r]
+        free = [f"the {s} (use layer.{r})" for s, c, r in wrong if c == "free"]
+        none = [f"the {s} (layer.{r})" for s, c, r in wrong if c == "none"]
+        used = [c for c in choice if c.startswith("norm")]
+        if free:
+            message = (f"you normalised without the layer's γ and β after {' and '.join(free)}: F.layer_norm with "
+                       f"no weight and bias, or a new nn.LayerNorm, has γ = 1 and β = 0, but each of the layer's "
+                       f"norms has its own learned γ and β")
+        elif none:
+            message = (f"there is no LayerNorm after {' and '.join(none)}: post-LN normalises after every "
+                       f"residual addition, norm(x + sublayer(x))")
+        elif len(set(used)) < len(used):
+            twice = next(c for c in used if used.count(c) > 1)
+            message = (f"you used {twice} {used.count(twice)} times: each sub-layer has its own LayerNorm, "
+                       f"norm1 after the self-attention, norm2 after the cross-attention, norm3 after the FFN")
+        elif len(wrong) == 2:
+            message = (f"you swapped {wrong[0][2]} and {wrong[1][2]}: norm1 follows the self-attention, norm2 the "
+                       f"cross-attention, norm3 the FFN")
+        else:
+            message = (f"your LayerNorms are in the wrong order ({', '.join(choice)}): norm1 follows the "
+                       f"self-attention, norm2 the cross-attention, norm3 the FFN")
+        v.append((message, out))
+    return v
+
+
 def _decoder_variants(layer: DecoderLayer, x: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor,
-                      memory_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+                      memory_mask: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     """What the typical mistakes compute with the layer's own modules (post-LN), named."""
     sa, ca, ffn, n1, n2, n3 = layer.self_attn, layer.cross_attn, layer.ffn, layer.norm1, layer.norm2, layer.norm3
 
@@ -96,13 +148,28 @@ def _decoder_variants(layer: DecoderLayer, x: torch.Tensor, memory: torch.Tensor
         y2 + ffn(n3(y2))
     v["there is no residual connection around the cross-attention"] = n3(
         (y := n2(ca(h, memory, memory, memory_mask))) + ffn(y))
-    return v
+    v["there is no residual connection around the self-attention"] = rest(
+        (h_nr := n1(sa(x, x, x, tgt_mask))), h_nr, memory, memory, memory_mask)
+    y = n2(h + ca(h, memory, memory, memory_mask))
+    v["there is no residual connection around the FFN"] = n3(ffn(y))
+    return list(v.items()) + _norm_variants(layer, x, memory, tgt_mask, memory_mask)
 
 
-def _check_decoder_layer(answer: Callable[..., Any]) -> None:
+def _reference_layer() -> DecoderLayer:
+    """The check's layer: random weights, and random γ and β in its three LayerNorms (fresh ones have
+    γ = 1, β = 0, which would make a norm without γ and β, or one norm used for another, look right)."""
     with torch.random.fork_rng():                        # the reader's random state is left as it was
         torch.manual_seed(7)
         layer = DecoderLayer(16, 4, 32, dropout=0.0).eval()
+        with torch.no_grad():
+            for norm in (layer.norm1, layer.norm2, layer.norm3):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.uniform_(-0.5, 0.5)
+    return layer
+
+
+def _check_decoder_layer(answer: Callable[..., Any]) -> None:
+    layer = _reference_layer()
     g = torch.Generator().manual_seed(77)
     for T, S in ((6, 6), (5, 7)):                        # S == T first, so that swapped inputs still run
         x, memory = torch.randn(2, T, 16, generator=g), torch.randn(2, S, 16, generator=g)
@@ -111,20 +178,36 @@ def _check_decoder_layer(answer: Callable[..., Any]) -> None:
         tgt_mask, memory_mask = target_mask(tgt, 0), padding_mask(src, 0)     # (B, 1, T, T), (B, 1, 1, S)
         with torch.no_grad():
             want = layer(x, memory, tgt_mask, memory_mask)
-            out = call(answer, layer, x.clone(), memory.clone(), tgt_mask, memory_mask,
-                       what="your decoder layer")
-            out = expect_tensor(out, (2, T, 16), what=f"your output (T={T}, S={S})",
-                                hint={(2, S, 16): "one row per source position: the queries must come "
-                                                  "from the decoder, not from memory"})
+            def swapped() -> None:                       # right with its arguments in another order?
+                said = argument_order(lambda *a: answer(layer, *a), (x, memory, tgt_mask, memory_mask),
+                                      ("x", "memory", "tgt_mask", "memory_mask"),
+                                      lambda o: isinstance(o, torch.Tensor) and o.shape == want.shape
+                                      and torch.allclose(o, want, atol=1e-5),
+                                      call_as="my_layer(layer, x, memory, tgt_mask, memory_mask)")
+                if said:
+                    raise Mistake(said)
+            try:
+                out = call(answer, layer, x.clone(), memory.clone(), tgt_mask, memory_mask,
+                           what="your decoder layer")
+                out = expect_tensor(out, (2, T, 16), what=f"your output (T={T}, S={S})",
+                                    hint={(2, S, 16): "one row per source position: the queries must come "
+                                                      "from the decoder, not from memory"})
+            except Mistake:
+                if callable(answer):
+                    swapped()
+                raise
             if torch.allclose(out, want, atol=1e-5):
                 continue
-            for message, wrong in _decoder_variants(layer, x, memory, tgt_mask, memory_mask).items():
+            for message, wrong in _decoder_variants(layer, x, memory, tgt_mask, memory_mask):
                 if torch.allclose(out, wrong, atol=1e-5):
                     raise Mistake(message)
+            swapped()
         raise Mistake(f"with T={T}, S={S} your output differs from DecoderLayer's by up to "
-                      f"{(out - want).abs().max().item():.3g}")
+                      f"{(out - want).abs().max().item():.3g}, and not by any of the usual mistakes (the "
+                      f"cross-attention's queries, keys and values, a mask, a norm, a residual connection, "
+                      f"the argument order)")
 
 
 ex6 = Exercise("07", 6, "the decoder layer from its modules", _check_decoder_layer,
-               "your decoder layer equals DecoderLayer (post-LN), with causal and padding masks, "
-               "for T = S and T != S.")
+               "your decoder layer equals DecoderLayer (post-LN), whose three LayerNorms have their own γ "
+               "and β, with causal and padding masks, for T = S and T != S.")
