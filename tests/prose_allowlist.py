@@ -217,7 +217,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "95": "the 95th percentile, one of the quantiles the rule shows (input)",
         "100": "batches of 100 sentences; the first 1, 10 and 100 sentences timed (inputs)",
         "4,000": "the training steps an exercise asks for (input)",
-        "16": "16-bit draws: the width in bits of the integers a dropout mask is drawn as (a format)",
     },
     "12b_in_the_browser": {
         "0.6": "the paper's length penalty alpha = 0.6 (§6.1), used by the page's beam search",

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex4']
 
-# %% ../../chapters/11b_training.ipynb #b008b4bd
+# %% ../../chapters/11b_training.ipynb #3bc189c7
 from typing import Any, Callable
 
 from . import Exercise, Mistake, call, expect_number

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['read_metrics', 'load_checkpoint', 'average_state_dicts']
 
-# %% ../../chapters/11b_training.ipynb #5480c380
+# %% ../../chapters/11b_training.ipynb #7fac61b6
 import json
 import os
 import random
@@ -157,7 +157,7 @@ def _cpu_state(model: nn.Module) -> dict[str, Tensor]:
     """A snapshot of the weights, copied to the CPU (so the device's memory is not held)."""
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
-# %% ../../chapters/11b_training.ipynb #4e043e47
+# %% ../../chapters/11b_training.ipynb #ea34cc5d
 class _Run:
     """The state of one training run that a checkpoint must hold to resume it exactly."""
 

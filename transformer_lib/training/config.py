@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TrainConfig']
 
-# %% ../../chapters/11b_training.ipynb #e1be8fe5
+# %% ../../chapters/11b_training.ipynb #37869438
 import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional, Union

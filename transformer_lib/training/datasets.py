@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TrainingData', 'toy_translation_data', 'multi30k_data']
 
-# %% ../../chapters/11b_training.ipynb #8f093380
+# %% ../../chapters/11b_training.ipynb #46d2467b
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['translate', 'corpus_bleu', 'translation_scores', 'evaluate_loss']
 
-# %% ../../chapters/11b_training.ipynb #f513d838
+# %% ../../chapters/11b_training.ipynb #c412e187
 from typing import Any, Sequence
 
 import torch
@@ -83,7 +83,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[f
     score = metric.corpus_score(list(hypotheses), [list(references)])
     return float(score.score), str(metric.get_signature())
 
-# %% ../../chapters/11b_training.ipynb #426541bd
+# %% ../../chapters/11b_training.ipynb #db49871b
 def translation_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
     """Three corpus scores of detokenised translations, with sacreBLEU's signatures.
 
@@ -91,7 +91,8 @@ def translation_scores(hypotheses: Sequence[str], references: Sequence[str]) -> 
       (the number this book reports);
     - `bleu_lc`: the same, lowercased: the kind of number published by tutorials that score
       lowercased tokens;
-    - `chrf`: chrF, the F-score of character 6-grams (less sensitive to tokenisation).
+    - `chrf`: chrF, the F-score (β = 2) of character n-grams of orders 1 to 6 (less sensitive
+      to tokenisation).
 
     Args:
         hypotheses: the system's translations, one per sentence.
@@ -113,7 +114,7 @@ def translation_scores(hypotheses: Sequence[str], references: Sequence[str]) -> 
         out["signatures"][name] = str(metric.get_signature())
     return out
 
-# %% ../../chapters/11b_training.ipynb #040af0f0
+# %% ../../chapters/11b_training.ipynb #682e338b
 @torch.no_grad()
 def _eval_losses(model: nn.Module, batches: Sequence[_Pair], pad_id: int, label_smoothing: float,
                  amp: bool) -> tuple[float, float]:

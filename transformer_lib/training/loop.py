@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['teacher_forced_loss', 'run_training']
 
-# %% ../../chapters/11b_training.ipynb #12efc6b6
+# %% ../../chapters/11b_training.ipynb #34a4f606
 import json
 import math
 import os
@@ -70,7 +70,7 @@ def _prepare_epoch(data: TrainingData, epoch: int, run: _Run, pad_to: int) -> _E
         batches.append((src.to(run.device, non_blocking=True), tgt.to(run.device, non_blocking=True)))
     return _Epoch(batches, tokens, flops)
 
-# %% ../../chapters/11b_training.ipynb #fe2d65a7
+# %% ../../chapters/11b_training.ipynb #bf3a5d5f
 def teacher_forced_loss(model: nn.Module, src: Tensor, tgt: Tensor, smoothing: float = 0.0, pad_id: int = 0,
                         *, amp: bool = False, counted_only: bool = True) -> Tensor:
     """One batch's label-smoothed loss with teacher forcing: `tgt[:, :-1]` in, `tgt[:, 1:]` predicted.
@@ -109,7 +109,7 @@ def _forward_backward(step_model: nn.Module, params: list[nn.Parameter], src: Te
     gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm or float("inf"))
     return loss.detach(), gnorm.detach()
 
-# %% ../../chapters/11b_training.ipynb #6b111e12
+# %% ../../chapters/11b_training.ipynb #ba0eaead
 class _Window:
     """Sums over the steps between two log records: loss, largest gradient norm, tokens, FLOPs, time."""
 
@@ -180,7 +180,7 @@ def _check_finite(loss: Tensor, gnorm: Tensor, st: dict[str, Any], lr: float,
         f"norm {float(gnorm)} (learning rate {lr:.3g}); {where}. Try a smaller `lr_scale`, a longer "
         f"`warmup_steps` or `clip_grad_norm=1.0`.")
 
-# %% ../../chapters/11b_training.ipynb #68c0d622
+# %% ../../chapters/11b_training.ipynb #dc91e423
 def _validate(model: Transformer, data: TrainingData, cfg: TrainConfig, amp: bool) -> dict[str, Any]:
     """Validation loss, NLL and greedy BLEU (of `cfg.eval_bleu_sentences`, None: all)."""
     rec: dict[str, Any] = {}
@@ -231,7 +231,7 @@ def _score_test(model: Transformer, data: TrainingData, methods: Sequence[str]) 
     out["eval_time_s"] = time.perf_counter() - t0
     return out
 
-# %% ../../chapters/11b_training.ipynb #713436c5
+# %% ../../chapters/11b_training.ipynb #a33dcadd
 def _run_device(cfg: TrainConfig) -> torch.device:
     if cfg.device != "auto":
         return torch.device(cfg.device)

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['make_optimizer', 'noam_lr', 'make_scheduler', 'label_smoothed_cross_entropy', 'chunked_cross_entropy']
 
-# %% ../../chapters/11b_training.ipynb #f4b75781
+# %% ../../chapters/11b_training.ipynb #7f95e3ce
 from typing import Any, Optional
 
 import torch
@@ -116,7 +116,7 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     per_token = (1.0 - smoothing) * nll + smoothing * uniform               # (N,)
     return per_token[keep].sum() / keep.sum().clamp(min=1)
 
-# %% ../../chapters/11b_training.ipynb #b1f35ad2
+# %% ../../chapters/11b_training.ipynb #62c72712
 class _ChunkedSmoothedCE(torch.autograd.Function):
     """Label-smoothed cross-entropy, a block of rows at a time, in float32 whatever the logits' dtype."""
 
