@@ -11,6 +11,9 @@
    chapter's title ("about 35 s on a 2-core CPU"; the CPU model, PyTorch's vector kernels
    (AVX512, AVX2 ...), threads, torch version, bf16 or float32 training). Not reproducible on
    another machine, so nbval does not compare its output.
+   The runner edition of a chapter (scripts/make_notebooks.py) has a longer first cell,
+   `edition_install_cell_source`: in Colab it also clones the repository and works in its
+   chapters/ folder, so the chapter's `../book` and `../results` paths resolve.
 3. **The note under the title** (in the first markdown cell): how long the chapter takes, whether
    it uses a GPU, how to run it. A new chapter gets the CPU-only wording; edit it if the chapter
    uses a GPU when one is present.
@@ -50,6 +53,25 @@ def install_cell_source(url: str, branch: str) -> str:
         f'    _source = os.environ.get("TRANSFORMER_LIB_SOURCE", "git+{url}@{branch}")',
         '    %pip install --quiet "transformer-lib[viz,data] @ {_source}" "myst-nb>=1.1"',
         "    importlib.invalidate_caches()",
+    ])
+
+
+def edition_install_cell_source(url: str, branch: str) -> str:
+    """The install cell of a runner edition (scripts/make_notebooks.py): the chapter's, plus, where
+    the notebook came alone (Colab opens one file, without the repository), a shallow clone of the
+    repository, whose chapters/ becomes the working directory, so that the chapter's `../book`,
+    `../results` and `../benchmarks` resolve as they do in a checkout. Where the package is
+    installed (Binder, `make lab`, nbval) it does nothing, as the chapter's cell does."""
+    name = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return "\n".join([
+        install_cell_source(url, branch),
+        '    if not os.path.isdir("../book"):   # the notebook came alone (Colab): fetch the files it reads',
+        f'        _checkout = os.path.abspath("{name}")',
+        "        if not os.path.isdir(_checkout):",
+        "            import subprocess",
+        f'            subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", "{branch}",',
+        f'                            "{url}", _checkout], check=True)',
+        '        os.chdir(os.path.join(_checkout, "chapters"))',
     ])
 
 

@@ -164,11 +164,13 @@ def _repository() -> tuple[str, str]:
 def _buttons(html: str, stem: str) -> list[str]:
     """What is missing among a chapter page's launch, download and repository buttons."""
     url, branch = _repository()
+    # Colab and Binder open the chapter's runner edition, on the branch the publishing workflow writes
+    editions = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["launch_editions_branch"]
     slug = url.removeprefix("https://github.com/")
     hrefs = set(re.findall(r'href="([^"]+)"', html))
     wanted = {
-        "Colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/chapters/{stem}.ipynb",
-        "Binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/chapters/{stem}.ipynb",
+        "Colab": f"https://colab.research.google.com/github/{slug}/blob/{editions}/chapters/{stem}.ipynb",
+        "Binder": f"https://mybinder.org/v2/gh/{slug}/{editions}?urlpath=lab/tree/chapters/{stem}.ipynb",
         "download .ipynb": f"../_sources/chapters/{stem}.ipynb",
         "repository": url,
         "edit": f"{url}/edit/{branch}/chapters/{stem}.ipynb",

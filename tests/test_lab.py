@@ -1,4 +1,5 @@
-"""A real client in a live JupyterLab: chapter 2's explorer runs and its slider redraws the figure.
+"""A real client in a live JupyterLab: chapter 2's explorer runs and its slider redraws the figure;
+a runner edition (scripts/make_notebooks.py) shows glued numbers as text and folded solutions.
 
 The test starts JupyterLab (the one `make lab` runs) on 127.0.0.1 with a random port and a
 token, over a temporary copy of chapter 2, so the notebook in `chapters/` is never touched (and
@@ -62,6 +63,14 @@ def _wait_until_up(url: str, proc: subprocess.Popen, log: Path, timeout: float =
 @pytest.fixture
 def lab(tmp_path):
     """JupyterLab on loopback over a copy of chapter 2: (base URL, token, notebook folder)."""
+    notebooks = tmp_path / "chapters"
+    notebooks.mkdir()
+    shutil.copy2(CHAPTER, notebooks / CHAPTER.name)
+    yield from _serve(tmp_path, notebooks)
+
+
+def _serve(tmp_path: Path, notebooks: Path, notebook_settings: "dict | None" = None):
+    """JupyterLab (as `make lab` runs it) on loopback over `notebooks`: yields (base URL, token, folder, log)."""
     if chromium_path() is None:
         skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
     try:
@@ -70,14 +79,15 @@ def lab(tmp_path):
         skip_or_fail("Playwright is missing: `make venv` installs requirements.txt")
     if not LAB.exists():
         skip_or_fail("jupyter-lab is missing from the venv: `make venv` installs requirements.txt")
-    notebooks = tmp_path / "chapters"
-    notebooks.mkdir()
-    shutil.copy2(CHAPTER, notebooks / CHAPTER.name)
     home = tmp_path / "home"   # settings, workspaces, runtime files: nothing of the user's is used or written
     # No autosave: the test never saves, so the copy must come out as it went in (checked below).
     settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "docmanager-extension"
     settings.mkdir(parents=True)
     (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    if notebook_settings:
+        nb_settings = home / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+        nb_settings.mkdir(parents=True)
+        (nb_settings / "tracker.jupyterlab-settings").write_text(json.dumps(notebook_settings))
     env = {**os.environ,
            "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
@@ -107,6 +117,17 @@ def lab(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def _fail_with_screenshot(page, log: Path, exc: Exception, name: str) -> None:
+    """Raise `exc` again with a screenshot of the page (under _build/screenshots) and the server's log."""
+    shot = ROOT / "_build" / "screenshots" / name
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        page.screenshot(path=str(shot), full_page=True)
+    except Exception:  # noqa: BLE001 - the page may be gone
+        pass
+    raise AssertionError(f"{exc}\n(screenshot: {shot})\nJupyterLab log:\n{log.read_text()[-3000:]}") from exc
 
 
 def _digest(path: Path) -> str:
@@ -215,16 +236,83 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
             assert verdict.startswith("✗") and "1/√d_k ignores σ" in verdict, f"the check answered {verdict!r}"
             assert not errors, f"JavaScript errors in the page: {errors}"
         except Exception as exc:   # leave a picture and the server's log for whoever reads the failure
-            shot = ROOT / "_build" / "screenshots" / "jupyterlab_failure.png"
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                page.screenshot(path=str(shot), full_page=True)
-            except Exception:  # noqa: BLE001 - the page may be gone
-                pass
-            raise AssertionError(f"{exc}\n(screenshot: {shot})\nJupyterLab log:\n{log.read_text()[-3000:]}") from exc
+            _fail_with_screenshot(page, log, exc, "jupyterlab_failure.png")
         finally:
             browser.close()
     elapsed = time.monotonic() - t0
     print(f"JupyterLab client test: {elapsed:.1f} s in the browser")
     # Nothing was saved, not even to the copy the server was given (chapters/ is outside its root).
     assert _digest(copy) == original, "JupyterLab saved the notebook"
+
+
+# ---- the runner edition a reader opens with `make lab` ----------------------------------------
+EDITION_OF = ROOT / "chapters" / "01_qkv_attention.ipynb"
+
+
+@pytest.fixture
+def lab_editions(tmp_path):
+    """JupyterLab over the runner edition of chapter 1, written by scripts/make_notebooks.py."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_notebooks
+    [edition] = make_notebooks.write_editions([EDITION_OF], tmp_path / "editions", log=lambda _: None)
+    # every cell rendered at once (no windowing), so that any cell can be read without scrolling
+    yield from _serve(tmp_path, edition.parent, {"windowingMode": "none"})
+
+
+def test_edition_shows_glued_numbers_and_folds_solutions(lab_editions):
+    """In the edition, a glued number is rendered as its text (no `{glue:text}` role), the hints
+    and solutions are folded (<details>) until a click opens them, and no MyST is left on screen.
+    The markdown goes through jupyterlab-myst, as in `make lab`."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_notebooks
+    import nbformat
+
+    base, token, notebooks, log = lab_editions
+    source = nbformat.read(EDITION_OF, as_version=4)
+    glue = make_notebooks.Glue(source, EDITION_OF)
+    # the first cell whose prose quotes a glued value: that value, as the page shows it
+    index, key = next((i, m["body"]) for i, c in enumerate(source.cells) if c.cell_type == "markdown"
+                      for m in make_notebooks.ROLE.finditer(c.source) if m["name"] == "glue:text"
+                      and c.metadata.get("jupyter", {}).get("source_hidden") is None)
+    value = glue.text(key)
+    solution = next(i for i, c in enumerate(source.cells) if c.cell_type == "markdown"
+                    and c.source.lstrip(":").startswith("{dropdown} Solution"))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{base}/lab/tree/{EDITION_OF.name}?token={token}", timeout=120_000)
+            page.wait_for_function(
+                """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                           return w && w.content && w.content.widgets && w.content.widgets.length > 0; }""",
+                timeout=120_000)
+
+            def cell_text(i: int) -> str:
+                page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node.scrollIntoView()", i)
+                page.wait_for_function(
+                    "(i) => { const n = window.jupyterapp.shell.currentWidget.content.widgets[i].node"
+                    ".querySelector('.jp-Cell-inputArea'); return n && n.textContent.trim().length > 10; }",
+                    arg=i, timeout=60_000)
+                return page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node.textContent", i)
+
+            text = cell_text(index)
+            assert value in text, f"cell {index}: the glued {key} = {value!r} is not in the rendered text {text[:400]!r}"
+            assert "{glue" not in text and "{term}" not in text and "{cite" not in text, text[:400]
+            cell_text(solution)
+            cell = page.locator(".jp-Notebook .jp-Cell").nth(solution)
+            cell.scroll_into_view_if_needed()
+            details = cell.locator("details")
+            details.first.wait_for(state="attached", timeout=60_000)   # rendered once in view
+            assert details.count() == 1, f"cell {solution}: {details.count()} <details> rendered"
+            body = details.locator("p").first
+            assert details.get_attribute("open") is None and not body.is_visible(), "the solution is not folded"
+            details.locator("summary").click()
+            page.wait_for_function("(d) => d.open", arg=details.element_handle(), timeout=10_000)
+            assert body.is_visible(), "the solution did not open on a click"
+        except Exception as exc:
+            _fail_with_screenshot(page, log, exc, "jupyterlab_edition_failure.png")
+        finally:
+            browser.close()

@@ -53,8 +53,10 @@ def check_workflow(wf: dict) -> None:
     assert wf["permissions"] == {"contents": "read"}, "least privilege at the top; deploy asks for more"
 
     jobs = wf["jobs"]
-    assert set(jobs) == {"test", "deploy"}, set(jobs)
-    test, deploy = jobs["test"], jobs["deploy"]
+    assert set(jobs) == {"test", "deploy", "editions"}, set(jobs)
+    test, deploy, editions = jobs["test"], jobs["deploy"], jobs["editions"]
+    # the runner editions go to their own branch, which the launch buttons open; only after the tests pass
+    assert editions["needs"] == "test" and editions["permissions"] == {"contents": "write"}, editions
     for job in jobs.values():
         assert job["runs-on"] == "ubuntu-latest"
     steps = _steps(test)

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['check_tensor', 'check_positive', 'check_dtype', 'FactoryKwargs', 'factory_kwargs', 'check_dropout', 'check_tokens', 'check_id', 'check_token_ids', 'check_id_range']
 
-# %% ../chapters/01_qkv_attention.ipynb #9239dfd0
+# %% ../chapters/01_qkv_attention.ipynb #6a34f287
 from typing import Optional, TypedDict, Union
 
 import torch
@@ -74,7 +74,7 @@ def check_id(name: str, value: object) -> int:
         raise TypeError(f"`{name}` must be an int token id, got {value!r}")
     return value
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #01265edc
+# %% ../chapters/07_decoder_cross_attention.ipynb #c601b148
 def check_token_ids(name: str, tokens: object, max_len: int) -> Tensor:
     """`tokens`, checked from its metadata only: a `(B, L)` tensor of `torch.long`/`torch.int`
     ids (what `nn.Embedding` accepts) with `1 <= L <= max_len`."""

@@ -6,7 +6,7 @@ compared with keys, and the values are mixed by the resulting weights."""
 # %% auto #0
 __all__ = ['check_mask', 'attention']
 
-# %% ../chapters/01_qkv_attention.ipynb #d4a4e84e
+# %% ../chapters/01_qkv_attention.ipynb #d99b3fd2
 import math
 from typing import Callable, Optional
 

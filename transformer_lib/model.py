@@ -8,7 +8,7 @@ with `torch.nn.Transformer`."""
 __all__ = ['DecoderLayer', 'Decoder', 'TransformerConfig', 'Transformer', 'load_torch_transformer_weights',
            'stacks_from_torch_transformer']
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #25cad2ee
+# %% ../chapters/07_decoder_cross_attention.ipynb #63631dbe
 import contextlib
 import math
 from dataclasses import dataclass
@@ -82,7 +82,7 @@ class DecoderLayer(nn.Module):
             x = self.norm3(x + self.dropout3(self.ffn(x)))
         return x                                                      # (B, T, d_model)
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #77a83c86
+# %% ../chapters/07_decoder_cross_attention.ipynb #f16afae0
 class Decoder(_LayerStack):
     """A stack of `n_layers` `DecoderLayer`s, all reading the same `memory`, with an optional final LayerNorm.
 
@@ -104,7 +104,7 @@ class Decoder(_LayerStack):
             x = layer(x, memory, tgt_mask, memory_mask)   # every layer reads the same memory
         return x if self.norm is None else self.norm(x)
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #a3243528
+# %% ../chapters/07_decoder_cross_attention.ipynb #f021c1a9
 @dataclass
 class TransformerConfig:
     """Sizes and switches of a `Transformer`; the defaults are the paper's base model.
@@ -188,7 +188,7 @@ class TransformerConfig:
                       d_ff=4096, dropout=0.3, share_embeddings=True, tie_output=True)
         return cls(**{**fields, **overrides})
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #f6406e70
+# %% ../chapters/07_decoder_cross_attention.ipynb #611229a5
 def _rows_at(h: Tensor, logits_at: object) -> Tensor:
     """The rows of decoder states `h` `(B, T, d)` at `logits_at`, `(N, d)` in row-major order.
 
@@ -447,7 +447,7 @@ class Transformer(nn.Module):
         load_torch_transformer_weights(self.encoder, self.decoder, torch_transformer)
         return self
 
-# %% ../chapters/07_decoder_cross_attention.ipynb #19fc84ca
+# %% ../chapters/07_decoder_cross_attention.ipynb #12c0f68a
 def _torch_layers_compatible(ours: Union[Encoder, Decoder],
                              theirs: Union[nn.TransformerEncoder, nn.TransformerDecoder], what: str) -> None:
     if len(ours.layers) != len(theirs.layers):

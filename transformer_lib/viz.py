@@ -126,7 +126,7 @@ def figure_selector(figures: Mapping[str, Union["Any", bytes]], description: str
     widgets.jslink((dropdown, "index"), (stack, "selected_index"))
     return widgets.VBox([dropdown, stack])
 
-# %% ../chapters/12_results_and_attention.ipynb #1094bb4f
+# %% ../chapters/12_results_and_attention.ipynb #a18f26e9
 from dataclasses import dataclass, field
 from typing import Sequence, cast
 

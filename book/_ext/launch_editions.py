@@ -1,0 +1,52 @@
+"""Sphinx extension: the launch buttons (Colab, Binder) open the runner editions of the chapters.
+
+A chapter's source is MyST, which Colab and a plain JupyterLab show as raw markup; the runner
+editions (scripts/make_notebooks.py, `make notebooks`) are the same chapters as plain notebooks.
+The book's workflow publishes them, with the rest of the repository, to the branch named by
+``launch_editions_branch`` (``_config.yml``, ``sphinx.config``), at the same paths
+(``chapters/NN.ipynb``). sphinx-book-theme builds every button from ``repository.url`` and
+``repository.branch``; this moves only the launch buttons to the editions' branch, after the
+theme made them, so the repository, edit and issue buttons keep the source branch and the
+repository's address stays set once. A launch URL of a shape this does not know stops the build
+(a theme update must not leave the buttons on the MyST sources unnoticed).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sphinx.errors import ExtensionError
+
+LAUNCHERS = {   # the theme's URL shapes (sphinx_book_theme/header_buttons/launch.py)
+    "Colab": re.compile(r"^(?P<head>.+/github/[^/]+/[^/]+/blob/)(?P<branch>[^/]+)(?P<tail>/.+)$"),
+    "Binder": re.compile(r"^(?P<head>.+/v2/gh/[^/]+/[^/]+/)(?P<branch>[^/?]+)(?P<tail>\?.+)$"),
+}
+
+
+def retarget(url: str, kind: str, source_branch: str, editions_branch: str) -> str:
+    """`url` of a `kind` launch button, moved from `source_branch` to `editions_branch`."""
+    m = LAUNCHERS[kind].match(url)
+    if not m or m["branch"] != source_branch:
+        raise ExtensionError(f"launch_editions: unexpected {kind} URL {url!r} (expected the branch "
+                             f"{source_branch!r} in it): the theme's launch URLs changed")
+    return m["head"] + editions_branch + m["tail"]
+
+
+def _launch_to_editions(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    editions = app.config.launch_editions_branch
+    if not editions:
+        return
+    source = app.config.html_theme_options.get("repository_branch") or "master"
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons", []):
+            if button.get("text") in LAUNCHERS and button.get("url"):
+                button["url"] = retarget(button["url"], button["text"], source, editions)
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.add_config_value("launch_editions_branch", "", "html", types=[str])
+    # after sphinx-book-theme's add_launch_buttons (priority 501), before the page is written
+    app.connect("html-page-context", _launch_to_editions, priority=600)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

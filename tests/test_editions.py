@@ -1,0 +1,304 @@
+"""The runner editions (scripts/make_notebooks.py) stay true to their chapters.
+
+A runner edition is what Colab, Binder and `make lab` open: the chapter's code cells and
+markdown without MyST. These tests generate the editions of all chapters (into a temporary
+folder) and fail when
+
+- a chapter cannot be converted (a glued key without a value, a role or directive the
+  generator does not know): the message names the chapter and the construct;
+- any MyST syntax survives in an edition's markdown (a ``{role}``, a ```` ```{directive} ````
+  fence, a ``:::`` fence, a ``(target)=``): every survivor is listed;
+- a glued value is not written into the edition as its text;
+- an edition's markdown differs from its chapter's page in a number: the multiset of numbers
+  of every markdown cell, read from the edition, equals the one read from the chapter's source
+  as the page shows it (glued values pasted, citations as their years, roles as their text);
+- the code cells are not the chapter's (same sources and outputs, the install cell aside), or a
+  hint or solution is not folded.
+
+One edition (chapter 1) is executed top to bottom in a fresh kernel under strict nbval.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from test_glue_keys import referenced_keys
+from test_prose_numbers import NUMBER
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_notebooks as mk  # noqa: E402
+from install_cell import INSTALL_MARK  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+EXECUTED = ROOT / "chapters" / "01_qkv_attention.ipynb"   # short (seconds), and it reads ../book
+
+# MyST that must not survive, looked for outside code blocks and inline code.
+SURVIVORS = {
+    "role": re.compile(r"\{[\w:+-]+\}`"),
+    "directive fence": re.compile(r"^[ \t>]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{", re.M),
+    "colon fence": re.compile(r"^[ \t>]*:{3,}", re.M),
+    "target": re.compile(r"^[ \t>]*\([\w:.-]+\)=[ \t]*$", re.M),
+}
+CODE_BLOCK = re.compile(r"^[ \t>]*(`{3,}|~{3,})(?![ \t]*\{)[^\n]*\n.*?^[ \t>]*\1[ \t]*$", re.S | re.M)
+
+
+@pytest.fixture(scope="module")
+def editions(tmp_path_factory) -> dict[str, Path]:
+    """chapter name -> its edition, all written by the generator into a temporary folder."""
+    out = tmp_path_factory.mktemp("editions")
+    try:
+        paths = mk.write_editions(CHAPTERS, out, log=lambda _: None)
+    except mk.EditionError as exc:
+        pytest.fail(f"chapters that have no runner edition:\n{exc}")
+    return {p.name: p for p in paths}
+
+
+def _prose(source: str) -> str:
+    """Markdown without its code blocks and inline code (where MyST may be quoted as code)."""
+    return mk.INLINE.sub(lambda m: m["role"] or " ", CODE_BLOCK.sub(" ", source))   # roles kept: found below
+
+
+def myst_survivors(source: str) -> list[str]:
+    prose = _prose(source)
+    return [f"{kind}: {m.group(0).strip()!r}" for kind, rx in SURVIVORS.items() for m in rx.finditer(prose)]
+
+
+def test_all_chapters_have_an_edition(editions):
+    assert len(CHAPTERS) == 17 and sorted(editions) == [p.name for p in CHAPTERS]
+
+
+def test_no_myst_survives(editions):
+    bad = [f"{name} cell {i}: {s}" for name, path in editions.items()
+           for i, c in enumerate(nbformat.read(path, as_version=4).cells) if c.cell_type == "markdown"
+           for s in myst_survivors(c.source)]
+    assert not bad, "MyST left in the runner editions:\n  " + "\n  ".join(bad)
+
+
+def test_every_glued_value_is_written_in(editions):
+    missing = []
+    for chapter in CHAPTERS:
+        nb = nbformat.read(chapter, as_version=4)
+        ed = nbformat.read(editions[chapter.name], as_version=4)
+        glue = mk.Glue(nb, chapter)
+        for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
+            if src.cell_type != "markdown":
+                continue
+            for m in mk.ROLE.finditer(src.source):
+                if m["name"] in ("glue", "glue:text"):
+                    text = mk.escape_markdown(glue.text(m["body"]))
+                    if not text or text not in out.source:
+                        missing.append(f"{chapter.name} cell {i}: {m['body']} = {text!r}")
+            for key in referenced_keys(nbformat.v4.new_notebook(cells=[src])):
+                if key.startswith("fig") and f"attachment:{key.split('::')[-1]}." not in out.source:
+                    missing.append(f"{chapter.name} cell {i}: figure {key}")
+    assert not missing, "glued values not written into the editions:\n  " + "\n  ".join(missing)
+
+
+# --------------------------------------------------------------------- numbers: page vs edition
+
+_BIB_YEARS = dict(re.findall(r"@\w+\{([^,\s]+),.*?\byear\s*=\s*[{\"]?(\d{4})",
+                             (ROOT / "book" / "references.bib").read_text(encoding="utf-8"), re.S))
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_TAG = re.compile(r"<[^>\n]+>")
+
+
+def page_text(source: str, glue: "mk.Glue", chapter: Path) -> str:
+    """A chapter's markdown cell as its page reads: glued values pasted, roles as their text,
+    citations as their years, directive fences and options (but a figure's alt text) dropped."""
+    lines = []
+    for line in source.split("\n"):
+        fence = re.match(r"^\s*(?:`{3,}|:{3,})\s*\{[\w:+-]+\}\s*(.*)$", line)
+        if fence:
+            title = fence.group(1)
+            lines.append("" if line.lstrip(" `:").startswith("{glue") else title)
+        elif re.match(r"^\s*:{3,}\s*$", line) or re.match(r"^\s*\([\w:.-]+\)=\s*$", line):
+            lines.append("")
+        elif re.match(r"^:(class|name|width|align|figwidth):", line):
+            lines.append("")
+        else:
+            lines.append(re.sub(r"^:alt:", "", line))
+
+    def role(m: re.Match) -> str:
+        name, body = m["name"], m["body"]
+        if name in ("glue", "glue:text"):
+            return glue.text(body)
+        if name.startswith("cite"):
+            return "; ".join(_BIB_YEARS[k.strip()] for k in body.split(","))
+        text, target = mk._titled(body)
+        if name == "doc" and text == target:
+            rel = (chapter.parent / target) if not target.startswith("/") else ROOT / target.lstrip("/")
+            return mk.doc_title(next(rel.with_suffix(s) for s in (".ipynb", ".md") if rel.with_suffix(s).exists()))
+        return text
+    text = mk.ROLE.sub(role, "\n".join(lines))
+    return _TAG.sub(" ", _LINK_TARGET.sub("]", text))
+
+
+def edition_text(source: str) -> str:
+    return re.sub(r"\\([\\`*_\[\]|$])", r"\1", _TAG.sub(" ", _LINK_TARGET.sub("]", source)))
+
+
+def numbers(text: str) -> collections.Counter:
+    return collections.Counter(m.group() for m in NUMBER.finditer(text.replace("{,}", ",")))
+
+
+def test_numbers_are_the_pages(editions):
+    bad = []
+    for chapter in CHAPTERS:
+        nb = nbformat.read(chapter, as_version=4)
+        ed = nbformat.read(editions[chapter.name], as_version=4)
+        glue = mk.Glue(nb, chapter)
+        for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
+            if src.cell_type == "markdown":
+                page, edition = numbers(page_text(src.source, glue, chapter)), numbers(edition_text(out.source))
+                if page != edition:
+                    bad.append(f"{chapter.name} cell {i}: only on the page {dict(page - edition)}, "
+                               f"only in the edition {dict(edition - page)}")
+    assert not bad, "editions whose numbers differ from their pages':\n  " + "\n  ".join(bad)
+
+
+def test_code_cells_are_the_chapters_and_folds_stay(editions):
+    bad = []
+    for chapter in CHAPTERS:
+        nb = nbformat.read(chapter, as_version=4)
+        ed = nbformat.read(editions[chapter.name], as_version=4)
+        if [c.cell_type for c in nb.cells] != [c.cell_type for c in ed.cells]:
+            bad.append(f"{chapter.name}: the cells are not the chapter's, one for one")
+            continue
+        for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
+            if src.cell_type == "code":
+                if INSTALL_MARK in src.source:
+                    if not out.source.startswith(src.source):
+                        bad.append(f"{chapter.name} cell {i}: the install cell lost the chapter's lines")
+                elif out.source != src.source or out.outputs != src.outputs:
+                    bad.append(f"{chapter.name} cell {i}: code or outputs differ from the chapter's")
+                if src.metadata.get("jupyter", {}).get("source_hidden") and not (
+                        out.metadata.get("jupyter", {}).get("source_hidden") and out.metadata.get("cellView") == "form"):
+                    bad.append(f"{chapter.name} cell {i}: folded in the chapter, not in the edition")
+            elif re.search(r"^:{3,}\{dropdown\}", src.source, re.M):
+                opened = len(re.findall(r"^:{3,}\{dropdown\}", src.source, re.M))
+                if out.source.count("<details>") != opened or out.source.count("</details>") != opened:
+                    bad.append(f"{chapter.name} cell {i}: {opened} dropdowns, not all in <details>")
+    assert not bad, "\n  ".join(bad)
+
+
+# --------------------------------------------------------------------- the converter on its own
+
+def _convert(source: str, glued: dict[str, str] | None = None) -> str:
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("glue(...)")
+    code.outputs = [nbformat.v4.new_output(
+        "display_data", data={"application/papermill.record/text/plain": repr(v)},
+        metadata={"scrapbook": {"name": k, "mime_prefix": "application/papermill.record/"}})
+        for k, v in (glued or {}).items()]
+    nb.cells = [code]
+    path = ROOT / "chapters" / "00_example.ipynb"
+    return mk.Converter(path, mk.Glue(nb, path), "https://example.org/book/").convert(source)
+
+
+def test_converter_writes_plain_markdown():
+    md = _convert("BLEU is {glue:text}`bleu`, {glue:text}`ratio:.1f` times; {cite:t}`vaswani2017attention` "
+                  "and {cite:p}`bahdanau2015neural`; a {term}`query <Query>`; `{glue:text}` in code.",
+                  {"bleu": "27.3", "ratio": 2.25})
+    assert "BLEU is 27.3, 2.2 times" in md
+    assert "[Vaswani et al. (2017)](https://example.org/book/book/bibliography.html)" in md
+    assert "([Bahdanau et al., 2015](https://example.org/book/book/bibliography.html))" in md
+    assert "[query](https://example.org/book/book/glossary.html#term-Query)" in md   # Sphinx keeps the case
+    assert "`{glue:text}` in code" in md
+    md = _convert(":::{admonition} Careful\n:class: tip\nText **here**.\n:::\n\n"
+                  "::::{dropdown} Solution — exercise 1\nIt is $x$.\n\n```python\nprint(1)\n```\n::::")
+    assert md.startswith("> **Careful**\n>\n> Text **here**.")
+    assert "<details>\n<summary>Solution — exercise 1</summary>\n\nIt is $x$.\n\n```python\nprint(1)\n```\n\n</details>" in md
+    assert not myst_survivors(md)
+
+
+@pytest.mark.parametrize("source, named", [
+    ("{glue:text}`nowhere`", "'nowhere'"),
+    ("{abbr}`LN (LayerNorm)`", "{abbr}"),
+    (":::{margin}\nside\n:::", "{margin}"),
+    ("{term}`Flux capacitor`", "Flux capacitor"),
+    ("{cite:t}`nobody2099`", "nobody2099"),
+])
+def test_unknown_constructs_are_errors(source, named):
+    with pytest.raises(mk.EditionError, match=re.escape(named)):
+        _convert(source)
+
+
+def test_the_checks_find_what_they_look_for():
+    assert myst_survivors("a {term}`x` b\n:::{note}\nc\n:::\n(lbl)=\n```{code-cell}\n```") == [
+        "role: '{term}`'", "directive fence: ':::{'", "directive fence: '```{'", "colon fence: ':::'",
+        "colon fence: ':::'", "target: '(lbl)='"]
+    assert myst_survivors("code `{glue:text}` and\n```md\n{term}`x`\n```") == []
+    assert numbers(edition_text("[Vaswani et al. (2017)](https://x/y2.html) and 0.51")) == numbers("2017 0.51")
+
+
+# --------------------------------------------------------------------- one edition, executed
+
+def test_an_edition_runs_top_to_bottom_under_nbval(tmp_path):
+    """Chapter 1's edition, in a fresh kernel, reproduces its stored outputs (strict nbval)."""
+    [path] = mk.write_editions([EXECUTED], tmp_path, log=lambda _: None)
+    env = {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(path), "--nbval", "--nbval-current-env",
+         "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), "--nbval-cell-timeout=600",
+         "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, f"nbval on the edition of {EXECUTED.name} failed:\n{tail}"
+    assert re.search(r"\b\d+ passed\b", tail) and " failed" not in tail, tail
+
+
+# --------------------------------------------------------------------- launch buttons
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import launch_editions  # noqa: E402
+
+
+def _editions_branch() -> str:
+    import yaml
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["launch_editions_branch"]
+
+
+def launch_targets(html: str, stem: str) -> dict[str, str]:
+    """What a chapter page's Colab and Binder buttons must open: the edition on the editions' branch."""
+    url, _ = mk.repository()
+    slug, branch = url.removeprefix("https://github.com/"), _editions_branch()
+    return {"Colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/chapters/{stem}.ipynb",
+            "Binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/chapters/{stem}.ipynb"}
+
+
+def test_launch_urls_move_to_the_editions_branch_only():
+    colab = "https://colab.research.google.com/github/o/r/blob/main/chapters/01_x.ipynb"
+    binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/chapters/01_x.ipynb"
+    assert launch_editions.retarget(colab, "Colab", "main", "notebooks") == colab.replace("/main/", "/notebooks/")
+    assert launch_editions.retarget(binder, "Binder", "main", "notebooks") == binder.replace("/main?", "/notebooks?")
+    with pytest.raises(Exception, match="theme's launch URLs changed"):
+        launch_editions.retarget("https://colab.research.google.com/drive/xyz", "Colab", "main", "notebooks")
+    # the workflow publishes the editions to the branch the buttons open
+    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text(encoding="utf-8")
+    assert "make notebooks" in workflow and "launch_editions_branch" in workflow and _editions_branch() != mk.repository()[1]
+
+
+@pytest.mark.book
+def test_built_pages_launch_the_editions():
+    """In the built book (tests/test_book.py builds it), every chapter's Colab and Binder buttons
+    open its runner edition; the edit button still opens the source."""
+    from test_book import HTML
+    if not (HTML / "chapters").exists():
+        pytest.skip("no built book in _build/html: `make book`, or run with tests/test_book.py")
+    bad = []
+    url, branch = mk.repository()
+    for chapter in CHAPTERS:
+        html = (HTML / "chapters" / f"{chapter.stem}.html").read_text(encoding="utf-8")
+        hrefs = set(re.findall(r'href="([^"]+)"', html))
+        bad += [f"{chapter.stem}: {kind}" for kind, href in launch_targets(html, chapter.stem).items() if href not in hrefs]
+        if f"{url}/edit/{branch}/chapters/{chapter.name}" not in hrefs:
+            bad.append(f"{chapter.stem}: the edit button left the source")
+    assert not bad, f"launch buttons that do not open the editions: {bad}"
