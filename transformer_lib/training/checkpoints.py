@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['read_metrics', 'load_checkpoint', 'average_state_dicts']
 
-# %% ../../chapters/11b_training.ipynb #7fac61b6
+# %% ../../chapters/11b_training.ipynb #5480c380
 import json
 import os
 import random
@@ -22,6 +22,7 @@ from torch import Tensor
 from ..model import Transformer, TransformerConfig
 from .config import TrainConfig
 from .datasets import TrainingData
+from .hardware import resolve_precision, resolve_step_path
 from .objective import make_optimizer, make_scheduler
 
 
@@ -157,7 +158,7 @@ def _cpu_state(model: nn.Module) -> dict[str, Tensor]:
     """A snapshot of the weights, copied to the CPU (so the device's memory is not held)."""
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
-# %% ../../chapters/11b_training.ipynb #ea34cc5d
+# %% ../../chapters/11b_training.ipynb #4e043e47
 class _Run:
     """The state of one training run that a checkpoint must hold to resume it exactly."""
 
@@ -174,6 +175,9 @@ class _Run:
                                    "train_time_s": 0.0}
         self.snapshots: deque[tuple[int, dict[str, Tensor]]] = deque(maxlen=cfg.average_last)
         self.best: Optional[tuple[int, float, dict[str, Tensor]]] = None   # (step, val BLEU, weights)
+        self.path = resolve_step_path(cfg.step_path, device)        # "cpu" or "gpu": which step
+        self.precision = resolve_precision(cfg.bf16, device)        # "bf16", "fp16" or "fp32"
+        self.scaler = torch.amp.GradScaler(device.type) if self.precision == "fp16" else None
 
     def lr(self) -> float:
         """The learning rate of the last step."""
@@ -191,6 +195,7 @@ class _Run:
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(), "state": dict(self.st), "rng": rngs,
                 "snapshots": list(self.snapshots), "best": self.best,
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                 "config": asdict(self.cfg), "model_config": asdict(self.mcfg), "world_size": self.world})
 
     def restore(self, path: Path) -> None:
@@ -204,6 +209,8 @@ class _Run:
         self.model.load_state_dict(ck["model"])
         self.optimizer.load_state_dict(ck["optimizer"])
         self.scheduler.load_state_dict(ck["scheduler"])
+        if self.scaler is not None and ck.get("scaler"):
+            self.scaler.load_state_dict(ck["scaler"])
         self.st.update(ck["state"])
         self.snapshots.extend((int(s), {k: v.cpu() for k, v in w.items()}) for s, w in ck.get("snapshots", []))
         best = ck.get("best")

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TrainConfig']
 
-# %% ../../chapters/11b_training.ipynb #37869438
+# %% ../../chapters/11b_training.ipynb #e1be8fe5
 import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional, Union
@@ -61,6 +61,10 @@ class TrainConfig:
     compile: bool = False            # torch.compile the model
     fast_dropout: bool = True        # on a CPU, dropout masks from 16-bit draws (chapter 8)
     num_threads: Optional[int] = None  # CPU threads (None: PyTorch's default)
+    # "cpu": the CPU's tricks (chunked loss, 16-bit dropout masks, counted rows, a host check per
+    # step); "gpu": plain PyTorch, the loss in one piece, no host sync in a step; "auto": by device
+    step_path: str = "auto"
+    bucket_shapes: Optional[bool] = None  # batches from a fixed set of (B, S, T) shapes (None: the gpu path's)
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, str):
@@ -87,6 +91,10 @@ class TrainConfig:
         for name in ("compile", "fast_dropout"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"`{name}` must be a bool, got {getattr(self, name)!r}")
+        if self.step_path not in ("auto", "cpu", "gpu"):
+            raise ValueError(f"`step_path` must be \"auto\", \"cpu\" or \"gpu\", got {self.step_path!r}")
+        if self.bucket_shapes is not None and not isinstance(self.bucket_shapes, bool):
+            raise TypeError(f"`bucket_shapes` must be a bool or None, got {self.bucket_shapes!r}")
         if not isinstance(self.bf16, bool) and self.bf16 != "auto":
             raise TypeError(f"`bf16` must be True, False or \"auto\", got {self.bf16!r}")
         if not isinstance(self.device, str):

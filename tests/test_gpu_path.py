@@ -1,0 +1,209 @@
+"""The GPU's training path, checked on a CPU (chapter 11b, "Under the hood: the GPU run").
+
+What a CPU can check of it: the operator calls of its loss (a kernel launch each on a GPU) do not
+grow with the batch; an epoch's batches come in a small fixed set of shapes that repeat every
+epoch; its step asks the device for no value (no host sync); the precision a card gets.
+"""
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import transformer_lib.training.hardware as hardware
+import transformer_lib.training.loop as loop
+from transformer_lib.training import (TrainConfig, bucket_batches, bucket_widths, chunked_cross_entropy,
+                                      native_bf16, resolve_precision, resolve_step_path, toy_translation_data)
+
+SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item")     # .item(), float(), bool(), int() of a tensor
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the ATen operator calls made inside it (forward and backward: a kernel launch each on a GPU)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: collections.Counter = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+
+def loss_calls(rows: int, chunked: bool, vocab: int = 512) -> int:
+    g = torch.Generator().manual_seed(rows)
+    logits = torch.randn(rows, vocab, generator=g).bfloat16().requires_grad_()
+    target = torch.randint(1, vocab, (rows,), generator=g)
+    target[::7] = 0                                                  # some padding
+    with OpCounter() as c:
+        if chunked:
+            loss = chunked_cross_entropy(logits, target, 0.1, 0)
+        else:
+            loss = F.cross_entropy(logits.float(), target, ignore_index=0, label_smoothing=0.1)
+        loss.backward()
+    return c.total
+
+
+def test_the_gpu_loss_costs_the_same_few_calls_at_any_batch_size():
+    counts = {rows: loss_calls(rows, chunked=False) for rows in (64, 1000, 12000)}
+    assert len(set(counts.values())) == 1, counts                   # independent of the batch
+    assert counts[12000] <= 100
+    chunked = loss_calls(12000, chunked=True)
+    assert chunked > 50 * counts[12000]                              # the CPU's loss, a few calls per block of 64 rows
+
+
+def test_teacher_forced_loss_in_one_piece_equals_the_chunked_loss():
+    torch.manual_seed(0)
+    from transformer_lib import Transformer, TransformerConfig
+    model = Transformer(TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=2,
+                                          n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0))
+    src = torch.randint(3, 40, (4, 7))
+    tgt = torch.randint(3, 40, (4, 6))
+    tgt[1, 4:] = 0
+    one = loop.teacher_forced_loss(model, src, tgt, 0.1, 0, counted_only=False, chunked=False)
+    blocks = loop.teacher_forced_loss(model, src, tgt, 0.1, 0, counted_only=True, chunked=True)
+    assert torch.allclose(one, blocks, rtol=1e-5, atol=1e-6)
+
+
+def _shapes(batches):
+    return sorted((tuple(s.shape), tuple(t.shape)) for s, t in batches)
+
+
+def test_bucketed_epochs_repeat_a_small_fixed_set_of_shapes():
+    data = toy_translation_data(n_train=1000, max_words=12, batch_size=24)
+    epochs = [bucket_batches(data.train_batches(e), 600, data.pad_id, 8, epoch=e) for e in range(3)]
+    shapes = [_shapes(b) for b in epochs]
+    assert shapes[0] == shapes[1] == shapes[2]                       # the same shapes, as often, every epoch
+    widths = {(s[1], t[1]) for s, t in shapes[0]}
+    assert len(set(shapes[0])) <= 2 * len(widths)                    # at most two row counts per class
+    raw = {(tuple(s.shape), tuple(t.shape)) for e in range(3) for s, t in data.train_batches(e)}
+    assert len(set(shapes[0])) < len(raw)                            # unbucketed, new shapes keep coming
+    ladder = bucket_widths(8, 64)
+    for (b, sw), (_, tw) in shapes[0]:
+        assert sw in ladder and tw - 1 in ladder
+        assert b == 1 or b * (sw + tw) <= 600                        # within the token budget
+    for e, batches in enumerate(epochs):                             # every pair exactly once
+        got = sorted((tuple(s[s != 0].tolist()), tuple(t[t != 0].tolist()))
+                     for src, tgt in batches for s, t in zip(src, tgt))
+        want = sorted((tuple(s[s != 0].tolist()), tuple(t[t != 0].tolist()))
+                      for src, tgt in data.train_batches(e) for s, t in zip(src, tgt))
+        assert got == want
+    assert [tuple(b[0].shape) for b in epochs[0]] != [tuple(b[0].shape) for b in epochs[1]]   # reshuffled
+
+
+def test_bucket_widths_and_bad_input():
+    assert bucket_widths(8, 200) == [8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
+    with pytest.raises(ValueError, match="multiple"):
+        bucket_widths(0, 10)
+    with pytest.raises(ValueError, match="max_tokens"):
+        bucket_batches([], 0, 0)
+    with pytest.raises(ValueError, match="no sentence pair"):
+        bucket_batches([], 100, 0)
+
+
+def _run_steps(path: str, n: int = 3) -> tuple[collections.Counter, int]:
+    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path=path, bf16=False)
+    data = toy_translation_data(n_train=200)
+    run = loop._start(cfg, data, None, False)
+    epoch = loop._prepare_epoch(data, 0, run, cfg.pad_to_multiple, loop._use_buckets(run))
+    window = loop._Window(run.device)
+    syncs = []
+    real_sync = torch.cuda.synchronize
+    torch.cuda.synchronize = lambda *a, **k: syncs.append(1)        # counted, never called on a CPU
+    try:
+        with OpCounter() as c:
+            for _ in range(n):
+                loop._step(run, run.model, epoch, data, False, window, None)
+    finally:
+        torch.cuda.synchronize = real_sync
+    return c.calls, len(syncs)
+
+
+def test_the_gpu_step_asks_the_device_for_nothing():
+    calls, syncs = _run_steps("gpu")
+    assert syncs == 0 and not any(calls[op] for op in SYNC_OPS), {op: calls[op] for op in SYNC_OPS}
+    cpu_calls, _ = _run_steps("cpu")                                 # the CPU's step reads host values: the counter sees them
+    assert sum(cpu_calls[op] for op in SYNC_OPS) > 0
+
+
+def test_the_gpu_path_trains_with_bounded_shapes_and_records_it(tmp_path):
+    from transformer_lib.training import read_metrics, run_training
+    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path="gpu", steps=30, log_every=5)
+    _, s = run_training(cfg, toy_translation_data(n_train=300), tmp_path, progress=False, final_eval=())
+    assert s["step_path"] == "gpu" and s["bucket_shapes"] is True and s["precision"] in ("bf16", "fp32")
+    start = read_metrics(tmp_path)[0]
+    assert start["precision"] == s["precision"] and start["step_path"] == "gpu"
+    losses = [r["loss"] for r in read_metrics(tmp_path) if r["kind"] == "train"]
+    assert losses[-1] < losses[0]
+
+
+def test_step_path_setting():
+    assert resolve_step_path("auto", "cpu") == "cpu" and resolve_step_path("auto", "cuda") == "gpu"
+    assert resolve_step_path("gpu", "cpu") == "gpu" and resolve_step_path("cpu", "cuda") == "cpu"
+    with pytest.raises(ValueError, match="step_path"):
+        TrainConfig(step_path="tpu")
+    with pytest.raises(TypeError, match="bucket_shapes"):
+        TrainConfig(bucket_shapes="yes")
+
+
+@pytest.mark.parametrize("capability,want", [((7, 0), "fp16"), ((7, 5), "fp16"), ((8, 0), "bf16"),
+                                             ((8, 9), "bf16"), ((9, 0), "bf16"), ((10, 0), "bf16")])
+def test_precision_by_compute_capability(monkeypatch, capability, want):
+    monkeypatch.delenv(hardware.BF16_ENV, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)   # counts emulation: not asked
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, **k: capability)
+    assert native_bf16("cuda") is (want == "bf16")
+    assert resolve_precision("auto", "cuda") == want
+    assert resolve_precision(False, "cuda") == "fp32"                # float32 on request
+    assert resolve_precision(True, "cuda") == "bf16"
+    monkeypatch.setenv(hardware.BF16_ENV, "0")
+    assert resolve_precision("auto", "cuda") == "fp32"
+
+
+def test_precision_on_a_cpu_is_never_fp16(monkeypatch):
+    monkeypatch.delenv(hardware.BF16_ENV, raising=False)
+    assert resolve_precision("auto", "cpu") == ("bf16" if native_bf16("cpu") else "fp32")
+    assert resolve_precision(False, "cpu") == "fp32"
+
+
+def test_the_fp16_step_scales_the_loss_and_still_learns(monkeypatch):
+    """The float16 path (a card without native bf16), run on a CPU: scaler, fused Adam, no host sync."""
+    monkeypatch.setattr(loop, "_AMP_DTYPES", {"bf16": torch.bfloat16, "fp16": torch.float16})
+    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path="gpu", bf16=False)
+    data = toy_translation_data(n_train=200)
+    run = loop._start(cfg, data, None, False)
+    run.precision, run.scaler = "fp16", torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
+    epoch = loop._prepare_epoch(data, 0, run, 1, True)
+    window = loop._Window(run.device)
+    with OpCounter() as c:
+        for _ in range(len(epoch.batches)):
+            loop._step(run, run.model, epoch, data, False, window, None)
+    assert not any(c.calls[op] for op in SYNC_OPS)
+    assert run.scaler.get_scale() > 0 and torch.isfinite(window.loss)
+
+
+def test_gpu_check_smoke_runs_every_phase(tmp_path):
+    """`scripts/gpu_check.sh --smoke`: the GPU check's phases on a CPU (tiny model, toy task)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "WORK": str(tmp_path / "work")}
+    proc = subprocess.run(["bash", str(root / "scripts" / "gpu_check.sh"), "--smoke"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=900)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert proc.returncode == 0, (summary.get("status"), proc.stdout[-3000:], proc.stderr[-2000:])
+    assert summary["failed"] == [] and set(summary["status"]) >= {"preflight", "equality", "profile", "train"}
+    assert summary["phases"]["equality"]["ok"] is True
+    assert summary["phases"]["train"]["step_path"] == "gpu" and summary["phases"]["train"]["bucket_shapes"]
+    assert len(list((tmp_path / "out").iterdir())) <= 8
