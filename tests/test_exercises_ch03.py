@@ -87,6 +87,9 @@ MASK_MISTAKES = {
     "diagonal blocked": (lambda L: torch.ones(L, L, dtype=torch.bool).triu(), "blocks the diagonal"),
     "transposed": (lambda L: torch.ones(L, L, dtype=torch.bool).tril(diagonal=-1), "transposed"),
     "float mask": (lambda L: good_mask(L).float(), "dtype torch.float32"),
+    # PyTorch's own additive mask is valid for nn.MultiheadAttention: the message says so, and how to convert
+    "additive -inf mask": (lambda L: torch.nn.Transformer.generate_square_subsequent_mask(L),
+                           "additive float form (0 where allowed, -inf above the diagonal)"),
     "not causal": (lambda L: torch.zeros(L, L, dtype=torch.bool), "not causal"),
 }
 
@@ -101,6 +104,13 @@ def test_ex4_names_each_mistake(name):
     fn, words = MASK_MISTAKES[name]
     v = _verdict(ch03.ex4, fn)
     assert not v.ok and words in v.message, v.message
+
+
+def test_ex4_additive_mask_is_called_valid_and_converted():
+    v = _verdict(ch03.ex4, lambda L: torch.nn.Transformer.generate_square_subsequent_mask(L))
+    assert not v.ok and "accepts it" in v.message and "torch.isinf(mask)" in v.message, v.message
+    # the conversion the message names gives the right answer
+    assert _verdict(ch03.ex4, lambda L: torch.isinf(torch.nn.Transformer.generate_square_subsequent_mask(L))).ok
 
 
 def test_ex4_raises_wrong_type_wrong_shape():

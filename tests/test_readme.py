@@ -34,6 +34,10 @@ FIGURES: dict[str, tuple[str, str]] = {
     "38.0": ("12_results_and_attention", "ch12_full_greedy"),
     "39.1": ("12_results_and_attention", "ch12_full_beam"),
 }
+# Figures the README writes in words: (chapter, glue key, the README's phrase with the value in it).
+PHRASES: list[tuple[str, str, str]] = [
+    ("08_dropout", "ch08_n_sites_word", "{} dropout sites"),
+]
 # Numbers that are not measurements, each with its reason.
 FIXED: dict[str, str] = {
     "2017": "the paper's year",
@@ -44,6 +48,10 @@ FIXED: dict[str, str] = {
     "390": "the width in pixels of the small screen the explorer test emulates",
     "512": "the paper's d_model, quoted",
     "2.0": "the version of the Apache licence",
+    "16": "a format: 16-bit dropout draws and 16-bit weights",
+    "20": "the max_len the usage example passes",
+    "500": "the wrong d_model of the example error message",
+    "40": "the reading path's limit on a cell's lines (tests/test_reading_path.py)",
 }
 
 
@@ -51,6 +59,8 @@ def readme_numbers(text: str) -> list[tuple[int, str]]:
     """(line number, number) for each number of the README's prose, tables and code comments."""
     found = []
     in_code = False
+    text = re.sub(r"<[^>]+>", lambda m: re.sub(r"[^\n]", " ", m.group()), text)   # tags, even over lines
+    text = re.sub(r"``.+?``", lambda m: " " * len(m.group()), text)                # ``code with a ` inside``
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("```"):
             in_code = not in_code
@@ -76,6 +86,14 @@ def test_readme_figure_equals_the_chapter(text):
     assert values[key] == text, f"README says {text}; {chapter} glues {key} = {values[key]!r}: update the README"
     assert any(n == text for _, n in readme_numbers(README.read_text(encoding="utf-8"))), \
         f"FIGURES lists {text}, which the README no longer states: remove the entry"
+
+
+@pytest.mark.parametrize("chapter,key,phrase", PHRASES, ids=[k for _, k, _ in PHRASES])
+def test_readme_phrase_equals_the_chapter(chapter, key, phrase):
+    values = glued_values(nbformat.read(ROOT / "chapters" / f"{chapter}.ipynb", as_version=4))
+    assert key in values, f"{chapter} no longer glues {key!r}"
+    assert phrase.format(values[key]) in README.read_text(encoding="utf-8"), \
+        f"the README should say {phrase.format(values[key])!r} ({chapter}, {key})"
 
 
 def test_fixed_entries_are_used():

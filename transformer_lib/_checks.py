@@ -23,7 +23,7 @@ def check_tensor(name: str, x: object, min_dim: int = 2) -> Tensor:
         raise TypeError(f"`{name}` must be a floating-point tensor, got dtype {x.dtype}")
     return x
 
-# %% ../chapters/03_multi_head.ipynb #d4fc17c9
+# %% ../chapters/03_multi_head.ipynb #fbb08a7b
 def check_positive(name: str, value: object) -> int:
     """`value`, checked: an int >= 1 (a size, a count); `bool` is refused."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

@@ -6,7 +6,7 @@ and their outputs are concatenated and mixed by W_O — equal to `torch.nn.Multi
 # %% auto #0
 __all__ = ['MultiHeadAttention', 'load_torch_mha_weights']
 
-# %% ../chapters/03_multi_head.ipynb #3bcf4f20
+# %% ../chapters/03_multi_head.ipynb #1197530b
 from typing import Optional, Union
 
 import torch

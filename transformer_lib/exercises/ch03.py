@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex2', 'ex3', 'ex4']
 
-# %% ../../chapters/03_multi_head.ipynb #dddcbde5
+# %% ../../chapters/03_multi_head.ipynb #ff4a68de
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -87,6 +87,12 @@ def _check_torch_causal(answer) -> None:
             raise Mistake(f"your mask should be a torch.Tensor; got {type(got).__name__}")
         if tuple(got.shape) != (L, L):
             raise Mistake(f"your mask for L = {L} has shape {tuple(got.shape)}, expected ({L}, {L}): (L_q, L_k)")
+        if (got.is_floating_point() and torch.equal(torch.isinf(got), ~causal_mask(L))
+                and bool((got[~torch.isinf(got)] == 0).all()) and bool((got[torch.isinf(got)] < 0).all())):
+            raise Mistake("your mask is the additive float form (0 where allowed, -inf above the diagonal), as "
+                          "nn.Transformer.generate_square_subsequent_mask returns: nn.MultiheadAttention accepts it "
+                          "too, but this exercise asks for the boolean form, True = not allowed; convert with "
+                          "torch.isinf(mask)")
         if got.dtype != torch.bool:
             raise Mistake(f"your mask has dtype {got.dtype}: give torch.bool; nn.MultiheadAttention adds a "
                           f"floating-point attn_mask to the scores instead of reading it as allowed / not allowed")
