@@ -2,7 +2,7 @@
 #   make book   set up .venv, export the package, build the HTML book into _build/html
 #   make test   set up .venv, then the whole suite: unit tests, strict nbval over every chapter,
 #               the export-in-sync check, the book build (-W) and a headless-browser check;
-#               then the chapters once more as another processor runs them (test-other-cpu)
+#               then the chapters once more as two other kinds of processor run them (test-other-cpu)
 #   make lab    set up .venv, then JupyterLab on the runner editions with the project's kernel (live widgets)
 SHELL := /bin/bash
 PYTHON ?= python3.11
@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make book   build the HTML book into _build/html"
 	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser),"
-	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16 runs them"
+	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16, and with plain kernels and 3 threads, runs them"
 	@echo "make lab    open the chapters' runner editions in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...);"
 	@echo "           LAB_DIR=chapters opens the MyST sources, for editing them"
 	@echo "make notebooks  write the runner editions (plain notebooks for Colab, Binder, Jupyter) to _build/notebooks"
@@ -118,7 +118,7 @@ test: export vendor
 # kernels such as ARM's. Harmless where the CPU is such a one already (on ARM the ISA variables
 # are ignored). Chosen to keep `make test` under 35 minutes on 2 cores: chapters whose digits a
 # processor moves (they have loose cells) and chapter 10, whose decoding of stored weights must
-# stay exact; each pass takes about 4 minutes. Chapter 2's loose cells (2 minutes more) and the
+# stay exact; each pass takes about 3 minutes. Chapter 2's loose cells (2 minutes more) and the
 # training chapters 11a-12b (18 minutes more) passed under the AVX2 environment when measured;
 # run them with `make test-other-cpu OTHER_CPU_CHAPTERS="chapters/02*.ipynb ..."` (both passes
 # take that list).
