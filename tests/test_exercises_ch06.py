@@ -59,6 +59,21 @@ def test_ex5_broken_answers_get_a_sentence():
     assert "differs from F.layer_norm" in ch06.ex5.check(lambda x, g, b, eps: 2 * _ln()(x, g, b, eps)).message
 
 
+def test_ex5_arguments_in_another_order():
+    right = _ln()
+    v = ch06.ex5.check(lambda gamma, x, eps, beta: right(x, gamma, beta, eps))     # NaN in the check's order
+    assert not v.ok and "right with its arguments in another order, (gamma, x, eps, beta)" in v.message, v.message
+    assert "my_layer_norm(x, gamma, beta, eps)" in v.message and "NaN" not in v.message, v.message
+    v = ch06.ex5.check(lambda x, beta, gamma, eps: right(x, gamma, beta, eps))     # named as gamma/beta swapped
+    assert not v.ok and "gamma and beta are swapped" in v.message, v.message
+    v = ch06.ex5.check(lambda eps, x, gamma, beta: right(x, gamma, beta, eps))     # raises in the check's order
+    assert not v.ok and "right with its arguments in another order, (eps, x, gamma, beta)" in v.message, v.message
+    v = ch06.ex5.check(lambda x, eps, gamma, beta: right(x, gamma, beta, eps))     # raises in the check's order
+    assert not v.ok and "(x, eps, gamma, beta)" in v.message, v.message
+    with_nan = lambda x, g, b, eps: right(x, g, b, eps) * float("nan")             # no order helps: NaN stays
+    assert "NaN" in ch06.ex5.check(with_nan).message
+
+
 def _sub(order="right"):
     def f(x, sublayer, norm, dropout, norm_first):
         if norm_first:
@@ -66,10 +81,16 @@ def _sub(order="right"):
             return {"right": x + dropout(sublayer(y)), "swapped": norm(x + dropout(sublayer(x))),
                     "residual from norm": y + dropout(sublayer(y)), "norm the sum": norm(x + dropout(sublayer(y))),
                     "no norm": x + dropout(sublayer(x)), "no residual": dropout(sublayer(y)),
-                    "dropout on sum": dropout(x + sublayer(y)), "no dropout": x + sublayer(y)}[order]
+                    "dropout on sum": dropout(x + sublayer(y)), "no dropout": x + sublayer(y),
+                    "norm the output": x + dropout(norm(sublayer(x))),
+                    "norm the dropped output": x + norm(dropout(sublayer(x))),
+                    "dropout on input": x + sublayer(dropout(y))}[order]
         return {"swapped": x + dropout(sublayer(norm(x))), "dropout on sum": norm(dropout(x + sublayer(x))),
                 "no residual": norm(dropout(sublayer(x))), "norm before add": x + norm(dropout(sublayer(x))),
-                "no dropout": norm(x + sublayer(x))}.get(order, norm(x + dropout(sublayer(x))))
+                "no dropout": norm(x + sublayer(x)), "dropout after norm": dropout(norm(x + sublayer(x))),
+                "dropout on input": norm(x + sublayer(dropout(x))), "norm x": norm(x) + dropout(sublayer(x)),
+                "no norm": x + dropout(sublayer(x)), "norm twice": norm(x + dropout(sublayer(norm(x))))
+                }.get(order, norm(x + dropout(sublayer(x))))
     return f
 
 
@@ -98,6 +119,11 @@ SUB_MISTAKES = [
     (_post_only("no residual"), "post-LN has no residual connection"),
     (_post_only("norm before add"), "normalised the sub-layer's output before adding x"),
     (_post_only("no dropout"), "never applies dropout"),
+    (_post_only("dropout after norm"), "dropout comes after the LayerNorm"),
+    (_post_only("dropout on input"), "dropout acts on the sub-layer's input"),
+    (_post_only("norm x"), "post-LN normalises x, not the sum"),
+    (_post_only("no norm"), "post-LN never normalises"),
+    (_post_only("norm twice"), "post-LN normalises twice"),
     (_pre_only("swapped"), "with norm_first=True you computed post-LN"),
     (_pre_only("residual from norm"), "residual starts from norm(x)"),
     (_pre_only("norm the sum"), "also normalises the sum"),
@@ -105,6 +131,13 @@ SUB_MISTAKES = [
     (_pre_only("no residual"), "pre-LN has no residual connection"),
     (_pre_only("dropout on sum"), "dropout acts on the residual sum"),
     (_pre_only("no dropout"), "never applies dropout"),
+    (_pre_only("norm the output"), "pre-LN normalises the sub-layer's output, not its input"),
+    (_pre_only("norm the dropped output"), "pre-LN normalises the sub-layer's dropped-out output"),
+    (_pre_only("dropout on input"), "dropout acts on the sub-layer's input"),
+    (lambda x, norm, sublayer, dropout, norm_first: _sub()(x, sublayer, norm, dropout, norm_first),
+     "right with its arguments in another order, (x, norm, sublayer, dropout, norm_first)"),
+    (lambda x, sublayer, norm, norm_first, dropout: _sub()(x, sublayer, norm, dropout, norm_first),
+     "right with its arguments in another order, (x, sublayer, norm, norm_first, dropout)"),
 ]
 
 

@@ -83,8 +83,13 @@ MASK_MISTAKES = [
     (_local("future"), "one-sided, future only"),
     (_local("no self"), "a query must see itself"),
     (_local("all"), "your mask does not depend on r"),
-    (lambda L, r: _local()(L, r).float(), "your mask has dtype torch.float32"),
-    (lambda L, r: torch.zeros(L, L).masked_fill(~_local()(L, r), float("-inf")), "your mask is additive"),
+    (lambda L, r: _local()(L, r).float(), "your 0/1 mask converts with .bool(), 1 = may attend"),
+    (lambda L, r: _local()(L, r).long(), "your mask has dtype torch.int64"),
+    (lambda L, r: _local()(L, r).float() * 2, "your mask has dtype torch.float32: the library's masks are "
+                                              "torch.bool, True = may attend"),
+    (lambda L, r: torch.zeros(L, L).masked_fill(~_local()(L, r), float("-inf")),
+     "your mask is additive (0 where allowed, -inf where hidden), as nn.Transformer.generate_square_subsequent_mask"),
+    (lambda L, r: torch.zeros(L, L).masked_fill(~_local()(L, r), -1e9), "convert with `mask == 0`"),
     (lambda L, r: _local()(L, r)[None, None], "return the (L, L) mask"),
     (lambda L, r: _local()(L, min(r, 3)), "local_mask(6, 10) is wrong at 6 of 36"),
 ]
@@ -94,6 +99,17 @@ MASK_MISTAKES = [
 def test_ex4_names_each_mistake(answer, words):
     v = ch13.ex4.check(answer)
     assert not v.ok and words in v.message, v.message
+
+
+def test_ex4_additive_mask_is_not_told_to_use_bool():
+    additive = lambda L, r: torch.zeros(L, L).masked_fill(~_local()(L, r), float("-inf"))
+    v = ch13.ex4.check(additive)
+    assert not v.ok and "convert with `mask == 0`" in v.message and ".bool()" not in v.message, v.message
+    assert ch13.ex4.check(lambda L, r: additive(L, r) == 0).ok              # the conversion it names is right
+    assert not ch13.ex4.check(lambda L, r: additive(L, r).bool()).ok        # the one it no longer names is not
+    v = ch13.ex4.check(lambda L, r: _local()(L, r).float())                  # a float 0/1 mask: .bool() is right
+    assert not v.ok and ".bool()" in v.message and "additive" not in v.message, v.message
+    assert ch13.ex4.check(lambda L, r: _local()(L, r).float().bool()).ok
 
 
 def test_ex4_broken_answers_get_a_sentence():

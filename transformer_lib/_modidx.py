@@ -167,6 +167,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                       'transformer_lib/exercises/ch06.py'),
                                                 'transformer_lib.exercises.ch06._check_sublayer': ( 'encoder.html#_check_sublayer',
                                                                                                     'transformer_lib/exercises/ch06.py'),
+                                                'transformer_lib.exercises.ch06._ln_order': ( 'encoder.html#_ln_order',
+                                                                                              'transformer_lib/exercises/ch06.py'),
                                                 'transformer_lib.exercises.ch06._ln_variants': ( 'encoder.html#_ln_variants',
                                                                                                  'transformer_lib/exercises/ch06.py'),
                                                 'transformer_lib.exercises.ch06._same': ( 'encoder.html#_same',

@@ -6,7 +6,7 @@ connections, LayerNorm (post-LN as in the paper, or pre-LN), the encoder layer a
 # %% auto #0
 __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'Encoder']
 
-# %% ../chapters/06_encoder.ipynb #a743b74a
+# %% ../chapters/06_encoder.ipynb #7b822ab2
 from typing import Callable, Optional, Union
 
 import torch
@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from ._checks import FactoryKwargs, check_dropout, check_positive, factory_kwargs
 from .multihead import MultiHeadAttention
 
-# %% ../chapters/06_encoder.ipynb #fb871964
+# %% ../chapters/06_encoder.ipynb #f2b911bb
 class PositionwiseFeedForward(nn.Module):
     """The position-wise feed-forward network, `FFN(x) = max(0, x W_1 + b_1) W_2 + b_2` (§3.3).
 
@@ -47,7 +47,7 @@ class PositionwiseFeedForward(nn.Module):
         hidden = F.relu(self.linear1(x))                  # (..., d_ff)
         return self.linear2(self.dropout(hidden))         # (..., d_model)
 
-# %% ../chapters/06_encoder.ipynb #589e3cc2
+# %% ../chapters/06_encoder.ipynb #7849a58e
 def _layer_args(dropout: object, device: Optional[Union[str, torch.device]],
                 dtype: object) -> tuple[float, FactoryKwargs]:
     """A layer's `dropout` and its `device=`/`dtype=` for the modules it builds, checked."""
@@ -107,7 +107,7 @@ class EncoderLayer(nn.Module):
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x                                                       # (B, L, d_model)
 
-# %% ../chapters/06_encoder.ipynb #f50ce685
+# %% ../chapters/06_encoder.ipynb #48d5d15d
 class _LayerStack(nn.Module):
     """`n_layers` instances of `layer_class`, each with its own weights, then an optional final
     LayerNorm: what `Encoder` and `Decoder` share."""

@@ -6,7 +6,7 @@ blocks as the encoder-decoder Transformer, and BERT's masked-language-model inpu
 # %% auto #0
 __all__ = ['EncoderOnlyTransformer', 'DecoderOnlyTransformer', 'mask_tokens_for_mlm']
 
-# %% ../chapters/13_beyond.ipynb #646146e7
+# %% ../chapters/13_beyond.ipynb #3707780b
 import math
 import contextlib
 from typing import Optional, Sequence, Union
@@ -224,7 +224,7 @@ class DecoderOnlyTransformer(_TiedEncoderStack):
             self.train(was_training)
         return tokens
 
-# %% ../chapters/13_beyond.ipynb #9051be4b
+# %% ../chapters/13_beyond.ipynb #00fc25d1
 def mask_tokens_for_mlm(tokens: Tensor, mask_id: int, vocab_size: int, mask_prob: float = 0.15,
                         special_ids: Sequence[int] = (), generator: Optional[torch.Generator] = None,
                         ignore_index: int = -100) -> tuple[Tensor, Tensor]:

@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['ex5', 'ex6']
 
-# %% ../../chapters/06_encoder.ipynb #d9908eab
+# %% ../../chapters/06_encoder.ipynb #087e4233
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import Exercise, Mistake, call, expect_tensor
+from . import Exercise, Mistake, argument_order, call, expect_tensor
 
 
 def _same(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5) -> bool:
@@ -50,6 +50,17 @@ def _ln_variants(x: torch.Tensor, g: torch.Tensor, b: torch.Tensor, eps: float) 
     return v
 
 
+def _ln_order(answer: Callable[..., Any], x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor,
+              eps: float) -> None:
+    """Raise the Mistake for an answer that is right with x, gamma, beta, eps in another order, if it is one."""
+    want = F.layer_norm(x.double(), x.shape[-1:], gamma.double(), beta.double(), eps)
+    said = argument_order(answer, (x.clone(), gamma.clone(), beta.clone(), eps), ("x", "gamma", "beta", "eps"),
+                          lambda out: isinstance(out, torch.Tensor) and _same(out, want),
+                          call_as="my_layer_norm(x, gamma, beta, eps)")
+    if said:
+        raise Mistake(said)
+
+
 def _check_layer_norm(answer: Callable[..., Any]) -> None:
     g = torch.Generator().manual_seed(6)
     d = 8
@@ -60,9 +71,17 @@ def _check_layer_norm(answer: Callable[..., Any]) -> None:
              ("a (6, 8) matrix", torch.randn(6, d, generator=g), 1e-5),
              ("a (2, 2, 3, 8) tensor", torch.randn(2, 2, 3, d, generator=g), 1e-5)]
     for name, x, eps in cases:
-        out = call(answer, x.clone(), gamma.clone(), beta.clone(), eps, what="your layer norm")
+        try:
+            out = call(answer, x.clone(), gamma.clone(), beta.clone(), eps, what="your layer norm")
+        except Mistake:
+            if callable(answer):                                # raised: is another order right?
+                _ln_order(answer, x, gamma, beta, eps)
+            raise
         if isinstance(out, torch.Tensor) and out.shape == x.shape and not torch.isfinite(out).all():
+            _ln_order(answer, x, gamma, beta, eps)
             raise Mistake("your layer norm gives NaN or infinity: is eps inside the square root?")
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            _ln_order(answer, x, gamma, beta, eps)
         out = expect_tensor(out, x.shape, what=f"your layer norm of {name}")
         variants = _ln_variants(x.double(), gamma.double(), beta.double(), eps)
         want = variants.pop("")
@@ -73,6 +92,7 @@ def _check_layer_norm(answer: Callable[..., Any]) -> None:
                 raise Mistake(message)
         if eps != 1e-5 and _same(out, _ln_variants(x.double(), gamma.double(), beta.double(), 1e-5)[""]):
             raise Mistake("your layer norm ignores its eps argument (it used 1e-5 when given 1e-2)")
+        _ln_order(answer, x, gamma, beta, eps)
         raise Mistake(f"on {name} your layer norm differs from F.layer_norm by up to "
                       f"{(out.double() - want).abs().max().item():.3g}")
     flat = torch.full((1, 3, d), 2.5)                           # every feature equal: variance 0
@@ -93,15 +113,26 @@ def _sublayer_variants(x: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor
                        drop: Callable[[torch.Tensor], torch.Tensor], norm_first: bool) -> dict[str, torch.Tensor]:
     """The reference (key "") and the typical mistakes, for one order."""
     post, pre = norm(x + drop(f(x))), x + drop(f(norm(x)))
+    drop_in = ("your dropout acts on the sub-layer's input; it belongs on the sub-layer's output, before "
+               "the addition")
     if not norm_first:
         return {"": post,
                 "with norm_first=False you computed pre-LN, x + dropout(sublayer(norm(x))); post-LN "
                 "(the paper) is norm(x + dropout(sublayer(x)))": pre,
                 "your dropout acts on the residual sum; it belongs on the sub-layer's output, before "
                 "the addition": norm(drop(x + f(x))),
+                "your dropout comes after the LayerNorm; it belongs on the sub-layer's output, before "
+                "the addition and the norm": drop(norm(x + f(x))),
+                drop_in: norm(x + f(drop(x))),
                 "your post-LN has no residual connection: add x before the LayerNorm": norm(drop(f(x))),
                 "you normalised the sub-layer's output before adding x; post-LN normalises the sum "
                 "x + dropout(sublayer(x))": x + norm(drop(f(x))),
+                "your post-LN normalises x, not the sum: post-LN is norm(x + dropout(sublayer(x)))":
+                    norm(x) + drop(f(x)),
+                "your post-LN never normalises: the LayerNorm goes on the sum, "
+                "norm(x + dropout(sublayer(x)))": x + drop(f(x)),
+                "your post-LN normalises twice: the sub-layer reads x itself, only the sum x + "
+                "dropout(sublayer(x)) is normalised": norm(x + drop(f(norm(x)))),
                 "your function never applies dropout to the sub-layer's output": norm(x + f(x))}
     y = norm(x)
     return {"": pre,
@@ -112,9 +143,14 @@ def _sublayer_variants(x: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor
             "your pre-LN also normalises the sum: pre-LN leaves x + dropout(sublayer(norm(x))) "
             "un-normalised": norm(x + drop(f(y))),
             "your pre-LN never normalises: the sub-layer must read norm(x)": x + drop(f(x)),
+            "your pre-LN normalises the sub-layer's output, not its input: pre-LN is "
+            "x + dropout(sublayer(norm(x)))": x + drop(norm(f(x))),
+            "your pre-LN normalises the sub-layer's dropped-out output, not its input: pre-LN is "
+            "x + dropout(sublayer(norm(x)))": x + norm(drop(f(x))),
             "your pre-LN has no residual connection: add x to the sub-layer's output": drop(f(y)),
             "your dropout acts on the residual sum; it belongs on the sub-layer's output, before "
             "the addition": drop(x + f(y)),
+            drop_in: x + f(drop(y)),
             "your function never applies dropout to the sub-layer's output": x + f(y)}
 
 
@@ -132,15 +168,29 @@ def _check_sublayer(answer: Callable[..., Any]) -> None:
     dropout = lambda t: t * keep
     with torch.no_grad():
         for norm_first in (False, True):
-            out = call(answer, x.clone(), sublayer, norm, dropout, norm_first, what="your sub-layer connection")
-            out = expect_tensor(out, x.shape, what=f"your output (norm_first={norm_first})")
             variants = _sublayer_variants(x, sublayer, norm, dropout, norm_first)
             want = variants.pop("")
+
+            def order() -> None:                                          # right with the arguments moved?
+                said = argument_order(answer, (x.clone(), sublayer, norm, dropout, norm_first),
+                                      ("x", "sublayer", "norm", "dropout", "norm_first"),
+                                      lambda out: isinstance(out, torch.Tensor) and _same(out, want),
+                                      call_as="sublayer_connection(x, sublayer, norm, dropout, norm_first)")
+                if said:
+                    raise Mistake(said)
+            try:
+                out = call(answer, x.clone(), sublayer, norm, dropout, norm_first, what="your sub-layer connection")
+                out = expect_tensor(out, x.shape, what=f"your output (norm_first={norm_first})")
+            except Mistake:
+                if callable(answer):
+                    order()
+                raise
             if _same(out, want):
                 continue
             for message, wrong in variants.items():
                 if _same(out, wrong):
                     raise Mistake(message)
+            order()
             raise Mistake(f"with norm_first={norm_first} your output differs from "
                           f"{'x + dropout(sublayer(norm(x)))' if norm_first else 'norm(x + dropout(sublayer(x)))'} "
                           f"by up to {(out - want).abs().max().item():.3g}")

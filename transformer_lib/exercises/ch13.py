@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex2', 'ex4']
 
-# %% ../../chapters/13_beyond.ipynb #f1bb0036
+# %% ../../chapters/13_beyond.ipynb #7fcaedfe
 from typing import Any, Callable
 
 import torch
@@ -71,14 +71,18 @@ def _reference_local_mask(L: int, r: int) -> torch.Tensor:
 def _check_local_mask(answer: Callable[..., Any]) -> None:
     for L, r in ((8, 2), (10, 3), (7, 1), (6, 0), (6, 10), (1, 4), (200, 64)):
         out = call(answer, L, r, what="your local_mask")
-        if isinstance(out, torch.Tensor) and out.is_floating_point() and bool(torch.isinf(out).any()):
-            raise Mistake("your mask is additive (0 and -inf): the library's masks are torch.bool, True = may attend")
+        if (isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isnan(out).any()
+                and bool((out <= 0).all()) and bool((out < 0).any())):         # 0 and -inf (or a large negative)
+            raise Mistake("your mask is additive (0 where allowed, -inf where hidden), as "
+                          "nn.Transformer.generate_square_subsequent_mask returns; this exercise asks for the "
+                          "library's torch.bool convention, True = may attend: convert with `mask == 0`")
         out = expect_tensor(out, (L, L), what=f"your local_mask({L}, {r})",
                             hint={(1, 1, L, L): "return the (L, L) mask; it broadcasts over batch and heads"})
         want = _reference_local_mask(L, r)
         if out.dtype != torch.bool:
-            raise Mistake(f"your mask has dtype {out.dtype}: the library's masks are torch.bool, True = may "
-                          f"attend (convert with .bool())")
+            zero_one = bool(((out == 0) | (out == 1)).all())
+            raise Mistake(f"your mask has dtype {out.dtype}: the library's masks are torch.bool, True = may attend"
+                          + (" (your 0/1 mask converts with .bool(), 1 = may attend)" if zero_one else ""))
         if torch.equal(out, want):
             continue
         i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
