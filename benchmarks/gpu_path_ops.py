@@ -23,7 +23,6 @@ Writes benchmarks/results/gpu_path_ops.json.
 from __future__ import annotations
 
 import argparse
-import collections
 import statistics
 import sys
 import time
@@ -34,33 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from benchmarks._common import machine, write_result  # noqa: E402
+from benchmarks._common import OpCounter, machine, write_result  # noqa: E402
 from transformer_lib import Transformer, TransformerConfig, chunked_cross_entropy, make_optimizer  # noqa: E402
 from transformer_lib.training import TrainConfig, teacher_forced_loss  # noqa: E402
 from transformer_lib.training import loop  # noqa: E402
-
-
-class OpCounter(TorchDispatchMode):
-    """Counts the ATen operator calls made inside it (forward and backward), and apart from them the
-    calls that can launch a kernel: every call but a view (a view only relabels memory: `view`,
-    `transpose`, `expand`, `detach` ... launch nothing on a GPU)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: collections.Counter = collections.Counter()
-        self.views = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.overloadpacket.__name__] += 1
-        self.views += bool(func.is_view)
-        return func(*args, **(kwargs or {}))
-
-    @property
-    def launches(self) -> int:
-        """Calls that are not views: an upper bound on the kernels they launch on a GPU (a fused kernel may do several)."""
-        return sum(self.calls.values()) - self.views
 
 
 def loss_calls(rows: int, chunked: bool, vocab: int = 8000) -> int:

@@ -24,7 +24,6 @@ Phases (each writes DIR/phases/NAME.json; `summary` merges them into OUT/summary
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 import sys
@@ -41,6 +40,7 @@ import torch.nn.functional as F  # noqa: E402
 from transformer_lib.training import (TrainConfig, bucket_batches, multi30k_data, read_metrics,  # noqa: E402
                                       resolve_precision, run_training, toy_translation_data)
 from transformer_lib.training import loop  # noqa: E402
+from benchmarks._common import OpCounter  # noqa: E402
 
 PHASES = ("preflight", "equality", "profile", "train", "speed", "recipes")
 PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10": 125e12}
@@ -55,18 +55,6 @@ RECIPES = {
     "pre-ln-12k": dict(norm_first=True, max_tokens=12000, warmup_steps=500, lr_scale=1.0),
     "pre-ln-3k": dict(norm_first=True, max_tokens=3000, warmup_steps=2000, lr_scale=0.7),
 }
-
-
-class OpCounter(torch.utils._python_dispatch.TorchDispatchMode):
-    """ATen operator calls made inside it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: collections.Counter = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def device(args) -> str:

@@ -16,15 +16,7 @@
 # files there and send the folder along: carry ["data/multi30k"]).
 # Extra arguments after --smoke go to every phase (e.g. --recipe post-ln).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if [ -z "${TRANSFORMER_DATA_DIR:-}" ] && [ -d data/multi30k ]; then
-  export TRANSFORMER_DATA_DIR="$PWD/data"
-fi
-PY="${PYTHON:-$(command -v python || command -v python3)}"
-if [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && ! command -v nvidia-smi >/dev/null 2>&1; then
-  PY=.venv/bin/python
-fi
+source "$(dirname "$0")/gpu_env.sh"   # the checkout, the data, $PY
 SMOKE=""
 EXTRA=()
 for a in "$@"; do

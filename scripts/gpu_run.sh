@@ -12,15 +12,7 @@
 # and send data/multi30k along, e.g. carry: ["data/multi30k"]), else the cache/download.
 # Extra arguments go to scripts/gpu_run.py (e.g. --epochs 30, --set model.dropout=0.1).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if [ -z "${TRANSFORMER_DATA_DIR:-}" ] && [ -d data/multi30k ]; then
-  export TRANSFORMER_DATA_DIR="$PWD/data"
-fi
-PY="${PYTHON:-$(command -v python || command -v python3)}"
-if [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && ! command -v nvidia-smi >/dev/null 2>&1; then
-  PY=.venv/bin/python                       # the project's venv on a CPU machine
-fi
+source "$(dirname "$0")/gpu_env.sh"   # the checkout, the data, $PY
 OUT="${OUT:-runs/gpu_out}"
 BUDGET=420
 for a in "$@"; do [ "$a" = "--smoke" ] && BUDGET=60; done

@@ -11,30 +11,14 @@ import collections
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from benchmarks._common import OpCounter
 import transformer_lib.training.hardware as hardware
 import transformer_lib.training.loop as loop
 from transformer_lib.training import (TrainConfig, bucket_batches, bucket_widths, chunked_cross_entropy,
                                       native_bf16, resolve_precision, resolve_step_path, toy_translation_data)
 
 SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item")     # .item(), float(), bool(), int() of a tensor
-
-
-class OpCounter(TorchDispatchMode):
-    """Counts the ATen operator calls made inside it (forward and backward: a kernel launch each on a GPU)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: collections.Counter = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
-
-    @property
-    def total(self) -> int:
-        return sum(self.calls.values())
 
 
 def loss_calls(rows: int, chunked: bool, vocab: int = 512) -> int:
