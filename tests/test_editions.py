@@ -82,11 +82,15 @@ def test_no_myst_survives(editions):
     assert not bad, "MyST left in the runner editions:\n  " + "\n  ".join(bad)
 
 
+def chapters_and_editions(editions):
+    """(chapter path, chapter notebook, its edition) for every chapter."""
+    for chapter in CHAPTERS:
+        yield chapter, nbformat.read(chapter, as_version=4), nbformat.read(editions[chapter.name], as_version=4)
+
+
 def test_every_glued_value_is_written_in(editions):
     missing = []
-    for chapter in CHAPTERS:
-        nb = nbformat.read(chapter, as_version=4)
-        ed = nbformat.read(editions[chapter.name], as_version=4)
+    for chapter, nb, ed in chapters_and_editions(editions):
         glue = mk.Glue(nb, chapter)
         for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
             if src.cell_type != "markdown":
@@ -151,9 +155,7 @@ def numbers(text: str) -> collections.Counter:
 
 def test_numbers_are_the_pages(editions):
     bad = []
-    for chapter in CHAPTERS:
-        nb = nbformat.read(chapter, as_version=4)
-        ed = nbformat.read(editions[chapter.name], as_version=4)
+    for chapter, nb, ed in chapters_and_editions(editions):
         glue = mk.Glue(nb, chapter)
         for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
             if src.cell_type == "markdown":
@@ -166,9 +168,7 @@ def test_numbers_are_the_pages(editions):
 
 def test_code_cells_are_the_chapters_and_folds_stay(editions):
     bad = []
-    for chapter in CHAPTERS:
-        nb = nbformat.read(chapter, as_version=4)
-        ed = nbformat.read(editions[chapter.name], as_version=4)
+    for chapter, nb, ed in chapters_and_editions(editions):
         if [c.cell_type for c in nb.cells] != [c.cell_type for c in ed.cells]:
             bad.append(f"{chapter.name}: the cells are not the chapter's, one for one")
             continue
