@@ -164,6 +164,7 @@ def _repository() -> tuple[str, str]:
 def _buttons(html: str, stem: str) -> list[str]:
     """What is missing among a chapter page's launch, download and repository buttons."""
     url, branch = _repository()
+    import yaml
     # Colab and Binder open the chapter's runner edition, on the branch the publishing workflow writes
     editions = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["launch_editions_branch"]
     slug = url.removeprefix("https://github.com/")
