@@ -112,7 +112,8 @@ def cpu_speed(old_dir: str, rounds: int) -> dict:
             t0 = time.perf_counter()
             for i in picks:
                 run.st["batch_index"] = i
-                lp._step(run, run.model, epochs[name], data, False, window, None)
+                amp = (False,) if name == "before" else ()            # the earlier _step still took `amp`
+                lp._step(run, run.model, epochs[name], data, *amp, window, None)
             if r:                                                   # round 0 warms up
                 times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}

@@ -182,7 +182,7 @@ def phase_profile(args) -> dict:
         for _ in range(times):
             for i in picks:
                 run.st["batch_index"] = i
-                loop._step(run, run.model, epoch, data, False, window, None)
+                loop._step(run, run.model, epoch, data, window, None)
     steps("warm", 2)
     sync(dev)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
@@ -312,14 +312,14 @@ def phase_speed(args) -> dict:
                 if time.perf_counter() > deadline:
                     raise TimeoutError("warm-up did not finish in the budget")
                 run.st["batch_index"] = i
-                loop._step(run, model, epoch, data, False, window, None)
+                loop._step(run, model, epoch, data, window, None)
             sync(dev)
             warm = time.perf_counter() - t0
             t0 = time.perf_counter()
             tokens = 0
             for i in idx:                                           # the same shapes again
                 run.st["batch_index"] = i
-                loop._step(run, model, epoch, data, False, window, None)
+                loop._step(run, model, epoch, data, window, None)
                 tokens += epoch.tokens[i]
             sync(dev)
             steady = time.perf_counter() - t0

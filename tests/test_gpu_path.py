@@ -96,7 +96,7 @@ def _run_steps(path: str, n: int = 3) -> tuple[collections.Counter, int]:
     cfg = TrainConfig.from_preset("tiny", device="cpu", step_path=path, bf16=False)
     data = toy_translation_data(n_train=200)
     run = loop._start(cfg, data, None, False)
-    epoch = loop._prepare_epoch(data, 0, run, cfg.pad_to_multiple, loop._use_buckets(run))
+    epoch = loop._prepare_epoch(data, 0, run, cfg.pad_to_multiple, run.buckets)
     window = loop._Window(run.device)
     syncs = []
     real_sync = torch.cuda.synchronize
@@ -104,7 +104,7 @@ def _run_steps(path: str, n: int = 3) -> tuple[collections.Counter, int]:
     try:
         with OpCounter() as c:
             for _ in range(n):
-                loop._step(run, run.model, epoch, data, False, window, None)
+                loop._step(run, run.model, epoch, data, window, None)
     finally:
         torch.cuda.synchronize = real_sync
     return c.calls, len(syncs)
@@ -169,7 +169,7 @@ def test_the_fp16_step_scales_the_loss_and_still_learns(monkeypatch):
     window = loop._Window(run.device)
     with OpCounter() as c:
         for _ in range(len(epoch.batches)):
-            loop._step(run, run.model, epoch, data, False, window, None)
+            loop._step(run, run.model, epoch, data, window, None)
     assert not any(c.calls[op] for op in SYNC_OPS)
     assert run.scaler.get_scale() > 0 and torch.isfinite(window.loss)
 

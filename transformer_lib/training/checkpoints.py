@@ -178,6 +178,11 @@ class _Run:
         self.path = resolve_step_path(cfg.step_path, device)        # "cpu" or "gpu": which step
         self.precision = resolve_precision(cfg.bf16, device)        # "bf16", "fp16" or "fp32"
         self.scaler = torch.amp.GradScaler(device.type) if self.precision == "fp16" else None
+        # bounded shapes (`bucket_batches`): as `bucket_shapes` says, else on the GPU's path in one process
+        if cfg.bucket_shapes and world > 1:
+            raise ValueError("`bucket_shapes=True` needs one process: each process would get its own "
+                             "number of batches")
+        self.buckets = self.path == "gpu" and world == 1 if cfg.bucket_shapes is None else cfg.bucket_shapes
 
     def lr(self) -> float:
         """The learning rate of the last step."""

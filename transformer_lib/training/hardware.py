@@ -10,7 +10,7 @@ import ctypes
 import os
 import platform
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -104,6 +104,12 @@ def resolve_bf16(setting: Union[bool, str], device: Union[str, torch.device]) ->
         return setting
     if setting != "auto":
         raise TypeError(f"`bf16` must be True, False or \"auto\", got {setting!r}")
+    env = _bf16_env()
+    return native_bf16(device) if env is None else env
+
+
+def _bf16_env() -> Optional[bool]:
+    """What `TRANSFORMER_BF16` says: True (1/on/true), False (0/off/false) or None (unset)."""
     env = os.environ.get(BF16_ENV, "").strip().lower()
     if env in ("1", "on", "true"):
         return True
@@ -112,7 +118,7 @@ def resolve_bf16(setting: Union[bool, str], device: Union[str, torch.device]) ->
     if env:
         raise ValueError(f"environment variable {BF16_ENV}={env!r}: expected 1/on/true or "
                          f"0/off/false (or unset: native bf16 where the hardware has it)")
-    return native_bf16(device)
+    return None
 
 
 def resolve_precision(setting: Union[bool, str], device: Union[str, torch.device]) -> str:
@@ -126,7 +132,7 @@ def resolve_precision(setting: Union[bool, str], device: Union[str, torch.device
     if resolve_bf16(setting, device):
         return "bf16"
     device = torch.device(device)
-    forced_off = setting is False or os.environ.get(BF16_ENV, "").strip().lower() in ("0", "off", "false")
+    forced_off = setting is False or (setting == "auto" and _bf16_env() is False)
     if device.type == "cuda" and not forced_off and torch.cuda.is_available():
         return "fp16"
     return "fp32"

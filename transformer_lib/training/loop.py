@@ -379,7 +379,7 @@ def _step_model(run: _Run) -> nn.Module:
     return step_model
 
 
-def _step(run: _Run, step_model: nn.Module, epoch: _Epoch, data: TrainingData, amp: bool,
+def _step(run: _Run, step_model: nn.Module, epoch: _Epoch, data: TrainingData,
           window: _Window, ckpt_path: Optional[Path]) -> None:
     """One optimiser step on the epoch's next batch; on the CPU's path a non-finite loss stops it
     first (the GPU's path asks the device for nothing: the log window checks)."""
@@ -434,16 +434,6 @@ def _after_step(run: _Run, data: TrainingData, amp: bool, window: _Window, metri
         window.pause(paused)                                   # nor is writing a checkpoint
 
 
-def _use_buckets(run: _Run) -> bool:
-    """Bounded shapes (`bucket_batches`): as `bucket_shapes` says, else on the GPU's path in one process."""
-    if run.cfg.bucket_shapes is None:
-        return run.path == "gpu" and run.world == 1
-    if run.cfg.bucket_shapes and run.world > 1:
-        raise ValueError("`bucket_shapes=True` needs one process: each process would get its own "
-                         "number of batches")
-    return run.cfg.bucket_shapes
-
-
 def _train(run: _Run, data: TrainingData, amp: bool, metrics: _Metrics, ckpt_path: Optional[Path],
            progress: bool) -> tuple[str, int]:
     """Steps until the budget is spent; returns why training stopped and the epoch's length."""
@@ -451,8 +441,7 @@ def _train(run: _Run, data: TrainingData, amp: bool, metrics: _Metrics, ckpt_pat
     from tqdm.auto import tqdm
     step_model = _step_model(run)
     budget = _Budget(cfg.steps, cfg.max_epochs, cfg.time_budget_s, run.world)
-    buckets = _use_buckets(run)
-    epoch = _prepare_epoch(data, st["epoch"], run, cfg.pad_to_multiple, buckets)
+    epoch = _prepare_epoch(data, st["epoch"], run, cfg.pad_to_multiple, run.buckets)
     total = cfg.steps if cfg.max_epochs is None else min(cfg.steps, cfg.max_epochs * len(epoch.batches))
     bar = tqdm(total=total, initial=st["step"], disable=not progress or run.rank != 0,
                desc=f"train {cfg.preset}", dynamic_ncols=True, mininterval=1.0)
@@ -465,12 +454,12 @@ def _train(run: _Run, data: TrainingData, amp: bool, metrics: _Metrics, ckpt_pat
             st["batch_index"] = 0
             if cfg.max_epochs is None or st["epoch"] < cfg.max_epochs:
                 paused = time.perf_counter()
-                epoch = _prepare_epoch(data, st["epoch"], run, cfg.pad_to_multiple, buckets)
+                epoch = _prepare_epoch(data, st["epoch"], run, cfg.pad_to_multiple, run.buckets)
                 window.pause(paused)                           # preparing the epoch is not training
         stopped_by = budget.spent(st, started)
         if stopped_by:
             break
-        _step(run, step_model, epoch, data, amp, window, ckpt_path)
+        _step(run, step_model, epoch, data, window, ckpt_path)
         bar.update(1)
         _after_step(run, data, amp, window, metrics, bar, ckpt_path)
     bar.close()
@@ -526,7 +515,7 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
     if run.rank == 0 and not resume:
         metrics.write({"kind": "start", "step": 0, "preset": cfg.preset, "data": data.name,
                        "parameters": _n_params(run), "hardware": hardware_info(run.device),
-                       "precision": run.precision, "step_path": run.path, "bucket_shapes": _use_buckets(run)})
+                       "precision": run.precision, "step_path": run.path, "bucket_shapes": run.buckets})
     ckpt_path = out / "checkpoint.pt" if out is not None else None
     stopped_by, epoch_len = _train(run, data, amp, metrics, ckpt_path, progress)
     run.save(ckpt_path)
@@ -558,7 +547,7 @@ def _finish(run: _Run, data: TrainingData, out: Optional[Path], metrics: _Metric
         "train_time_s": st["train_time_s"], "train_tokens": st["tokens"],
         "tokens_per_s": st["tokens"] / t, "model_flops_per_s": st["flops"] / t,
         "hardware": hardware_info(run.device), "world_size": run.world, "bf16_autocast": amp,
-        "precision": run.precision, "step_path": run.path, "bucket_shapes": _use_buckets(run),
+        "precision": run.precision, "step_path": run.path, "bucket_shapes": run.buckets,
         "config": asdict(cfg), "model_config": asdict(run.mcfg)}
     if peak_flops:
         summary["peak_flops"] = peak_flops
