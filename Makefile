@@ -1,5 +1,6 @@
 # The Transformer, Built: the two commands of the README, and the pieces they are made of.
 #   make book   set up .venv, export the package, build the HTML book into _build/html
+#               (English at its root, the Chinese edition in _build/html/zh)
 #   make test   set up .venv, then the whole suite: unit tests, strict nbval over every chapter,
 #               the export-in-sync check, the book build (-W) and a headless-browser check;
 #               then the chapters once more as two other kinds of processor run them (test-other-cpu)
@@ -15,10 +16,11 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
 PYTEST_ARGS ?=
 
-.PHONY: help venv export vendor book notebooks lab test test-other-cpu unit nbval bench execute train clean web-model
+.PHONY: help venv export vendor book translations notebooks lab test test-other-cpu unit nbval bench execute train clean web-model
 
 help:
-	@echo "make book   build the HTML book into _build/html"
+	@echo "make book   build the HTML book into _build/html (the Chinese edition into _build/html/zh)"
+	@echo "make translations  update the Chinese edition's catalogues (locales/zh_CN) after an English change"
 	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser),"
 	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16, and with plain kernels and 3 threads, runs them"
 	@echo "make lab    open the chapters' runner editions in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...);"
@@ -83,8 +85,15 @@ web-model: $(STAMP)
 	$(PY) scripts/export_onnx.py --run $(WEB_RUN) --record $(WEB_RECORD) --out book/_static/translator/model
 
 book: export vendor
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
-	@echo "The book: $(CURDIR)/_build/html/index.html"
+	$(PY) scripts/build_book.py
+
+# The Chinese edition's message catalogues (locales/zh_CN/TRANSLATING.md): extract the English
+# messages (into _build/i18n, apart from the HTML build's doctrees), then update every .po: new
+# messages arrive empty, changed ones keep their old translation marked fuzzy.
+translations: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --builder custom --custom-builder gettext --path-output _build/i18n -q
+	$(VENV)/bin/sphinx-intl update -p _build/i18n/_build/gettext -l zh_CN -d locales
+	$(PY) scripts/check_translations.py | grep "messages translated" || true
 
 # The runner editions: every chapter as a plain notebook (glued values written in, roles as links,
 # hints and solutions in <details>) into _build/notebooks/chapters/, beside links to book/,
