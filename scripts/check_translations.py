@@ -89,8 +89,8 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
         texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
     quotes = set()
     for text in texts:
-        for block in re.finditer(r"(?:^>.*(?:\n|$))+", text, re.M):
-            lines = [re.sub(r"^>\s?", "", ln) for ln in block.group(0).splitlines()]
+        for block in re.finditer(r"(?:^[ \t]*>.*(?:\n|$))+", text, re.M):   # in a list item too
+            lines = [re.sub(r"^\s*>\s?", "", ln) for ln in block.group(0).splitlines()]
             if not re.search(r"—\s*(\{cite|§)", " ".join(lines)):
                 continue
             for para in re.split(r"\n\s*\n", "\n".join(lines)):

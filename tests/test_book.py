@@ -24,6 +24,9 @@ BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 VENDOR = ROOT / "book" / "_vendor" / "vendor"
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+# The editions and their folders under the site's root (_config.yml, language_editions)
+EDITIONS = {"en": "", "zh_CN": "zh/"}
+CJK = re.compile(r"[\u4e00-\u9fff]")
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync",
                 "--hide-scrollbars", "--virtual-time-budget=30000"]
@@ -31,24 +34,25 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backgr
 
 @pytest.fixture(scope="session")
 def built_book():
+    """Both editions, as `make book` builds them: English in _build/html, Chinese in _build/html/zh."""
     if not (VENDOR / "mathjax" / "es5" / "tex-chtml.js").exists():
         pytest.fail("book/_vendor is missing: run `make vendor` (fetches MathJax and the widget "
                     "embedder from the npm registry) or use `make test`")
-    jb = Path(sys.executable).with_name("jupyter-book")
-    proc = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--all"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    log = proc.stdout + proc.stderr
-    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
-    assert proc.returncode == 0 and not warnings, "book build failed:\n" + "\n".join(warnings or log.splitlines()[-40:])
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_book.py"), "--all"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, "book build failed (warnings are errors):\n" + (proc.stdout + proc.stderr)[-6000:]
+    for language in EDITIONS:
+        assert f"{language}: exit 0, 0 warnings" in proc.stdout, proc.stdout
     return HTML
 
 
 @pytest.mark.book
-def test_every_chapter_and_page_is_built(built_book):
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_every_chapter_and_page_is_built(built_book, edition):
     for nb in CHAPTERS:
-        assert (built_book / "chapters" / f"{nb.stem}.html").exists(), f"{nb.name} not in the book"
+        assert (built_book / edition / "chapters" / f"{nb.stem}.html").exists(), f"{nb.name} not in the book"
     for page in ("book/intro.html", "book/notation.html", "book/bibliography.html", "index.html"):
-        assert (built_book / page).exists(), page
+        assert (built_book / edition / page).exists(), page
 
 
 @pytest.mark.book
@@ -126,9 +130,15 @@ def _has_widgets(nb: Path) -> bool:
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 @pytest.mark.parametrize("nb", CHAPTERS, ids=[nb.stem for nb in CHAPTERS])
-def test_chapter_renders_in_browser(browser, nb):
-    dom = browser(f"chapters/{nb.stem}.html", "--dump-dom")
+def test_chapter_renders_in_browser(browser, nb, edition):
+    dom = browser(f"{edition}chapters/{nb.stem}.html", "--dump-dom")
+    if edition:   # the Chinese edition: the chapter's prose is Chinese, its title first
+        article = re.sub(r"<(script|style|pre)\b.*?</\1>", "", dom.split('<article', 1)[-1], flags=re.S)
+        title = re.search(r"<h1>(.*?)<", article, flags=re.S)
+        assert title and CJK.search(title.group(1)), f"{nb.stem}: the title is not translated"
+        assert len(CJK.findall(article)) > 2000, f"{nb.stem}: only {len(CJK.findall(article))} Chinese characters"
     # Maths typeset by MathJax: every math element holds MathJax output, no raw TeX is left.
     math = re.findall(r'class="math notranslate nohighlight">(.{0,40})', dom, flags=re.S)
     if _has_maths(nb):
@@ -140,7 +150,7 @@ def test_chapter_renders_in_browser(browser, nb):
     images = re.findall(r'<img[^>]+src="([^"]*_images/[^"]+\.png)"', dom)
     assert len(images) >= _image_outputs(nb), f"{nb.stem}: {len(images)} figures shown, {_image_outputs(nb)} stored"
     for src in images:
-        assert (HTML / "chapters" / src).resolve().exists(), src
+        assert (HTML / edition / "chapters" / src).resolve().exists(), src
     if _has_widgets(nb):  # the widget embedder turned the saved state into live controls
         assert "jupyter-widgets" in dom and "widget-" in dom, f"{nb.stem}: widgets not rendered"
 
@@ -386,3 +396,118 @@ def test_folded_code_is_hidden_until_clicked(built_book):
             browser.close()
     finally:
         server.shutdown()
+
+
+# ---- the Chinese edition: one click from every page to the same page in the other language -----
+def _pages(edition: str) -> list[str]:
+    """The pages of an edition with a place in the book (not the search, index or redirect pages)."""
+    root = HTML / edition
+    return [p.relative_to(root).as_posix() for p in [*root.glob("chapters/*.html"), *root.glob("book/*.html")]]
+
+
+def _switch(html: str) -> str | None:
+    found = re.search(r"btn-language-switch[^>]*>|onclick=\"window\.location\.href='([^']+)'[^\"]*\"[^>]*btn-language-switch", html)
+    onclick = re.findall(r"onclick=\"window\.location\.href='([^']+)'\+window\.location\.hash\"\s+class=\"[^\"]*btn-language-switch", html)
+    return onclick[0] if found and onclick else None
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("here, there", [("en", "zh_CN"), ("zh_CN", "en")])
+def test_every_page_links_to_itself_in_the_other_edition(built_book, here, there):
+    pages = _pages(EDITIONS[here])
+    assert len(pages) == len(CHAPTERS) + 4, pages
+    for page in pages:
+        html = (built_book / EDITIONS[here] / page).read_text(encoding="utf-8")
+        url = _switch(html)
+        assert url, f"{EDITIONS[here]}{page}: no language switch"
+        target = (built_book / EDITIONS[here] / page).parent / url
+        assert target.resolve() == (built_book / EDITIONS[there] / page).resolve(), f"{page}: {url}"
+        assert f'hreflang="{"zh-CN" if there == "zh_CN" else "en"}"' in html
+
+
+def _glued(html: str) -> list[str]:
+    return sorted(unescape(t) for t in re.findall(r'<span class="pasted-text">(.*?)</span>', html, flags=re.S))
+
+
+def _maths(html: str) -> set[str]:
+    return {unescape(m) for m in re.findall(r'<span class="math notranslate nohighlight">(.*?)</span>', html, flags=re.S)}
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[nb.stem for nb in CHAPTERS])
+def test_both_editions_show_the_same_glued_values_maths_and_outputs(built_book, nb):
+    """The translation changes words only: every glued value, formula, figure and output of the
+    English page is on the Chinese one (a paper's quotation adds its English original there)."""
+    en = (built_book / "chapters" / f"{nb.stem}.html").read_text(encoding="utf-8")
+    zh = (built_book / "zh" / "chapters" / f"{nb.stem}.html").read_text(encoding="utf-8")
+    assert _glued(zh) == _glued(en), f"{nb.stem}: glued values differ"
+    assert _maths(en) <= _maths(zh), f"{nb.stem}: formulas missing in Chinese: {sorted(_maths(en) - _maths(zh))[:3]}"
+    outputs = lambda h: re.findall(r'<div class="output[^"]*">\s*<pre>(.*?)</pre>', h, flags=re.S)  # noqa: E731
+    assert outputs(zh) == outputs(en), f"{nb.stem}: cell outputs differ"
+    images = lambda h: re.findall(r'<img[^>]+src="([^"]*_images/[^"]+)"', h)  # noqa: E731
+    assert images(zh) == images(en), f"{nb.stem}: figures differ"
+
+
+@pytest.mark.browser
+def test_the_language_switch_in_the_browser(built_book):
+    """In Chromium: the button on a Chinese page opens the same page, at the same section, in
+    English; the English page's button leads back."""
+    from conftest import chromium_path, skip_or_fail
+    if chromium_path() is None:
+        skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_book)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.goto(f"{base}/zh/chapters/05_masking.html")
+            section = page.locator("article section[id]").nth(1).get_attribute("id")
+            page.goto(f"{base}/zh/chapters/05_masking.html#{section}")
+            assert page.evaluate("document.documentElement.lang") == "zh-CN"
+            button = page.locator(".btn-language-switch")
+            assert button.inner_text().strip() == "English"
+            button.click()
+            page.wait_for_url(f"{base}/chapters/05_masking.html#{section}", timeout=10_000)
+            assert page.evaluate("document.documentElement.lang") == "en"
+            assert page.locator(".btn-language-switch").inner_text().strip() == "中文"
+            page.locator(".btn-language-switch").click()
+            page.wait_for_url(f"{base}/zh/chapters/05_masking.html#{section}", timeout=10_000)
+            browser.close()
+    finally:
+        server.shutdown()
+
+
+ZH_SCREENSHOTS = {"zh_intro": "zh/book/intro.html", "zh_01_qkv_attention": "zh/chapters/01_qkv_attention.html",
+                  "zh_11b_training": "zh/chapters/11b_training.html"}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("name", ZH_SCREENSHOTS)
+def test_screenshots_of_the_chinese_edition(browser, figcheck, name):
+    """Full-length screenshots of three Chinese pages for people to look at: _build/screenshots/.
+    Without a CJK font Chromium draws boxes; `.ci/run` installs one (fonts-noto-cjk)."""
+    from PIL import Image, ImageStat
+    fonts = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True) if shutil.which("fc-list") else None
+    if fonts is None or not fonts.stdout.strip():
+        msg = "no CJK font: install one (`sudo apt-get install fonts-noto-cjk`) to screenshot the Chinese edition"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    page = ZH_SCREENSHOTS[name]
+    height = min(figcheck(page)["height"] + 40, 30000)
+    shot = BUILD / "screenshots" / f"{name}.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    shot.unlink(missing_ok=True)
+    browser(page, f"--screenshot={shot}", f"--window-size=1280,{height}")
+    with Image.open(shot) as im:
+        band = im.convert("L").crop((300, 0, 1000, min(im.height, 4000)))
+        assert ImageStat.Stat(band).stddev[0] > 20, f"{name}: the screenshot looks blank"

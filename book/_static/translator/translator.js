@@ -58,6 +58,181 @@ function light(color, t) {
 
 const mb = (bytes) => (bytes / 1e6).toFixed(1);
 const pct = (p) => `${(100 * p).toFixed(1)}%`;
+
+// ---- the page's words, in the edition's language ------------------------------------------------------
+// The Chinese edition (the book built with language zh_CN, <html lang="zh-CN">) gets its interface
+// in Chinese; numbers, tokens and the model's output are the same in both.
+const LANG = (document.documentElement.lang || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+const TEXTS = {
+  en: {
+    quotedNote: "Quotation marks: in the training captions they surround names and the text of signs, " +
+      "which the model copies letter by letter; expect the quoted words, and a sentence that starts with a quote, " +
+      "to come out garbled.",
+    empty: "Type a German sentence first.",
+    unknownChars: (list, n) => `The model has never seen ${n === 1 ? "this character" : "these characters"}: ` +
+      `${list}. Its vocabulary holds only the characters of the Multi30k ` +
+      `training captions; remove ${n === 1 ? "it" : "them"} and try again.`,
+    unk: "Part of this text maps to the unknown token <unk>; rephrase it.",
+    tooLong: (n, limit, trained) => `This text is ${n} tokens long (with <eos>); the model reads at most ${limit} ` +
+      `(its max_len: the positional encoding has no more positions). It was trained on captions of at most ` +
+      `${trained} tokens: try one sentence.`,
+    chosenTitle: "the token the decoder chose",
+    barsMass: (p) => `these 10 tokens hold ${p} of the probability`,
+    barsMark: "◀ marks the token the decoder chose",
+    barsChosenOut: (piece, p) => `the chosen token “${piece}” (p = ${p}) is not among them`,
+    barsGreyed: "greyed: removed by top-k / top-p before the draw",
+    joinNotes: (notes) => notes.join("; ") + ".",
+    barsHead: (prefix, T, zero) => `After “${prefix}”, the ten most likely next tokens at temperature ${T}` +
+      (zero ? " (T = 0 picks the top token; the bars show T = 1)" : "") + ":",
+    treeTitle: (steps, rows) => `Beam search tree: ${steps} steps, ${rows} candidates each`,
+    step: (t) => `step ${t}`,
+    score: (x) => `score ${x}`,
+    status: { kept: "kept", pruned: "pruned", finished: "finished" },
+    legend: ["kept", "pruned, or left when the search stopped", "finished: score = log P / ((5 + |Y|) / 6)^α",
+      "the returned output"],
+    axes: { srcQuery: "source token (query)", srcKey: "source token (key)", outQuery: "output token (query)",
+      outStep: "output token (query: the step that wrote it)", prefixKey: "prefix token (key)" },
+    masked: "masked (a later position)",
+    queryNote: (piece, pos, layer, head, dk, root) => `The query of “${piece}” (position ${pos}) in encoder layer ${layer}, head ${head}, ` +
+      `against every key. Divided by √d_k = √${dk} = ${root}; the encoder masks nothing ` +
+      "(every key is visible); the softmax turns the row into weights that sum to 1.",
+    queryHeads: ["key", "q · k", "÷ √d_k", "mask", "softmax weight"],
+    visible: "visible",
+    queryAgree: (x) => `These weights, computed here from the raw scores, differ from the model's own by at most ${x}.`,
+    translate: "Translate",
+    methods: [["greedy", "greedy"], ["beam", "beam search"], ["sample", "sampling"]],
+    kinds: [["cross", "cross-attention"], ["enc", "encoder self-attention"], ["dec", "decoder self-attention (masked)"]],
+    meanHeads: (n) => `mean of the ${n} heads`,
+    head: (i) => `head ${i}`,
+    layer: (i) => `layer ${i}`,
+    beamSize: "Beam size K",
+    beamSizeHelp: (max) => `How many partial translations survive each step (1 to ${max}). ` +
+      "Each step scores 2K candidates; a wider beam searches more but runs K rows through the decoder.",
+    alpha: "Length penalty α",
+    alphaHelp: "Finished translations are ranked by log P / ((5 + length) / 6)^α: " +
+      "at 0 the shortest tends to win, larger values favour longer ones.",
+    topK: "Top-k", topKHelp: "Draw only from the k most likely tokens (0: no limit).",
+    topP: "Top-p", topPHelp: "Draw only from the most likely tokens that together hold a share p of the probability (1: no limit).",
+    seed: "Seed", seedHelp: "Starts the random numbers: the same seed gives the same draws, so the same translation.",
+    treeLabel: "Beam search tree", treeHead: "The beam search tree",
+    treeNote: "Columns are steps; each box is a candidate: its token and total log-probability.",
+    stepLabel: "Step by step", stepHead: "Step by step: what the decoder saw", position: "Output position",
+    mapsLabel: "Attention maps", mapsHead: "Attention maps",
+    mapsNote: "Rows are queries, columns the keys they attend to. Cross-attention: each output " +
+      "token over the German pieces; encoder: the German pieces over each other; decoder: each output token over " +
+      "the tokens before it (later ones are masked, grey).",
+    map: "Map", layerLabel: "Layer", headLabel: "Head",
+    queryLabel: "One query's path", queryHead: "One query's path: raw score → ÷ √d_k → mask → softmax",
+    encoderLayer: "Encoder layer", queryToken: "Query token",
+    sentence: "German sentence", enterHelp: "Enter translates; Shift+Enter starts a new line.",
+    examples: "Examples (click one to translate it):", decoding: "Decoding",
+    method: "Method", methodHelp: "Greedy takes the most likely token at every step; beam search keeps the K " +
+      "best partial translations; sampling draws each token at random.",
+    temperature: "Temperature T", temperatureHelp: "The logits are divided by T before the softmax: below 1 sharpens the " +
+      "distribution, above 1 flattens it, 0 always takes the top token. Sampling draws from it; for every " +
+      "method it sets the bars below.",
+    summary: (meta) => meta.summary_line ?? "",
+    methodName: (o) => o.method === "beam" ? `beam search (${o.beamSize} beam${o.beamSize === 1 ? "" : "s"}, α = ${o.alpha})`
+      : o.method === "greedy" ? "greedy decoding"
+        : `sampling (T = ${o.temperature}, top-k ${o.topK || "off"}, top-p ${o.topP < 1 ? o.topP : "off"}, seed ${o.seed})`,
+    loading: (got, total) => `Loading the model: ${got} of ${total} MB…`,
+    preparing: "Preparing the model…",
+    loadFailed: (msg) => `The model could not be loaded: ${msg}`,
+    loaded: (ms, cached, total) => `Model loaded in ${ms} ms (${cached ? "from your browser's cache" :
+      `${total} MB downloaded, kept in your browser for the next visit`}). Type a German caption and press Translate.`,
+    failed: (msg) => `Translation failed: ${msg}`,
+    translating: "Translating…",
+    readAs: (text) => ` Read as: “${text}” (spaces and typography as in the training captions).`,
+    done: (name, n, ms, per) => `${name}: ${n} tokens in ${ms} ms (${per} ms per token), in your browser.`,
+    positionText: (t, n, piece) => `${t} of ${n}: “${piece}”`,
+    mapNames: { enc: "Encoder self-attention", dec: "Decoder masked self-attention", cross: "Cross-attention" },
+    mapTitle: (name, layer, headText) => `${name}, layer ${layer}, ${headText}`,
+  },
+  zh: {
+    quotedNote: "引号：训练用的图片描述里，引号多用来括住人名和招牌上的文字，模型会逐字母照抄；" +
+      "被引号括住的词，以及以引号开头的句子，译出来多半是乱的。",
+    empty: "请先输入一个德语句子。",
+    unknownChars: (list, n) => `模型从未见过${n === 1 ? "这个字符" : "这些字符"}：${list}。它的词表只包含 ` +
+      `Multi30k 训练描述中出现过的字符；请删去${n === 1 ? "它" : "它们"}再试。`,
+    unk: "这段文字的一部分会被映射为未知词元 <unk>；请换个说法。",
+    tooLong: (n, limit, trained) => `这段文字长 ${n} 个词元（含 <eos>）；模型最多读 ${limit} 个` +
+      `（即它的 max_len：位置编码没有更多位置）。它训练时用的描述最多 ${trained} 个词元：请只输入一个句子。`,
+    chosenTitle: "解码器选中的词元",
+    barsMass: (p) => `这 10 个词元共占 ${p} 的概率`,
+    barsMark: "◀ 标出解码器选中的词元",
+    barsChosenOut: (piece, p) => `选中的词元“${piece}”（p = ${p}）不在其中`,
+    barsGreyed: "灰色：抽样之前已被 top-k / top-p 去掉",
+    joinNotes: (notes) => notes.join("；") + "。",
+    barsHead: (prefix, T, zero) => `在“${prefix}”之后，温度为 ${T} 时最可能的十个下一个词元` +
+      (zero ? "（T = 0 总是取最可能的词元；条形图按 T = 1 显示）" : "") + "：",
+    treeTitle: (steps, rows) => `束搜索树：${steps} 步，每步 ${rows} 个候选`,
+    step: (t) => `第 ${t} 步`,
+    score: (x) => `得分 ${x}`,
+    status: { kept: "保留", pruned: "剪除", finished: "完成" },
+    legend: ["保留", "剪除，或搜索停止时仍未完成", "完成：得分 = log P / ((5 + |Y|) / 6)^α", "返回的输出"],
+    axes: { srcQuery: "源语言词元（查询）", srcKey: "源语言词元（键）", outQuery: "输出词元（查询）",
+      outStep: "输出词元（查询：写出它的那一步）", prefixKey: "前缀词元（键）" },
+    masked: "已掩码（更靠后的位置）",
+    queryNote: (piece, pos, layer, head, dk, root) => `编码器第 ${layer} 层、第 ${head} 个头中，“${piece}”（位置 ${pos}）的查询` +
+      `与每一个键的比较。除以 √d_k = √${dk} = ${root}；编码器不做任何掩码（每个键都可见）；` +
+      "softmax 把这一行变成和为 1 的权重。",
+    queryHeads: ["键", "q · k", "÷ √d_k", "掩码", "softmax 权重"],
+    visible: "可见",
+    queryAgree: (x) => `这些由原始分数在此算出的权重，与模型自己的权重最多相差 ${x}。`,
+    translate: "翻译",
+    methods: [["greedy", "贪心解码"], ["beam", "束搜索"], ["sample", "采样"]],
+    kinds: [["cross", "交叉注意力"], ["enc", "编码器自注意力"], ["dec", "解码器自注意力（带掩码）"]],
+    meanHeads: (n) => `${n} 个头的平均`,
+    head: (i) => `第 ${i} 个头`,
+    layer: (i) => `第 ${i} 层`,
+    beamSize: "束宽 K",
+    beamSizeHelp: (max) => `每一步保留多少个部分译文（1 到 ${max}）。` +
+      "每一步给 2K 个候选打分；束越宽搜索得越多，但每步要让 K 行通过解码器。",
+    alpha: "长度惩罚 α",
+    alphaHelp: "完成的译文按 log P / ((5 + 长度) / 6)^α 排序：α 为 0 时最短的往往胜出，α 越大越偏向较长的译文。",
+    topK: "Top-k", topKHelp: "只从最可能的 k 个词元中抽取（0：不限）。",
+    topP: "Top-p", topPHelp: "只从合计占概率 p 的那些最可能的词元中抽取（1：不限）。",
+    seed: "随机种子", seedHelp: "随机数的起点：同一个种子抽出同样的结果，因而得到同样的译文。",
+    treeLabel: "束搜索树", treeHead: "束搜索树",
+    treeNote: "每一列是一步；每个方框是一个候选：它的词元和累计对数概率。",
+    stepLabel: "逐步查看", stepHead: "逐步查看：解码器看到了什么", position: "输出位置",
+    mapsLabel: "注意力图", mapsHead: "注意力图",
+    mapsNote: "行是查询，列是它们关注的键。交叉注意力：每个输出词元对德语子词的注意力；编码器：德语子词之间的注意力；" +
+      "解码器：每个输出词元对它之前各词元的注意力（之后的位置被掩码，显示为灰色）。",
+    map: "注意力图", layerLabel: "层", headLabel: "头",
+    queryLabel: "一个查询的路径", queryHead: "一个查询的路径：原始分数 → ÷ √d_k → 掩码 → softmax",
+    encoderLayer: "编码器层", queryToken: "查询词元",
+    sentence: "德语句子", enterHelp: "按 Enter 翻译；按 Shift+Enter 换行。",
+    examples: "示例（点击一个即可翻译）：", decoding: "解码",
+    method: "方法", methodHelp: "贪心解码每一步取最可能的词元；束搜索保留 K 个最好的部分译文；采样则随机抽取每个词元。",
+    temperature: "温度 T", temperatureHelp: "logits 在 softmax 之前除以 T：小于 1 使分布更尖锐，大于 1 使它更平坦，" +
+      "0 总是取最可能的词元。采样从这个分布中抽取；对每种方法，它都决定下面的条形图。",
+    summary: (meta) => {
+      const c = meta.config, b = meta.bleu;
+      return `模型：${(meta.parameters / 1e4).toFixed(0)} 万个参数（d_model ${c.d_model}，${c.n_encoder_layers}+${c.n_decoder_layers} 层，` +
+        `${c.n_heads} 个头），本书的 ${meta.run.preset} 运行；16 位权重的文件共 ${mb(meta.total_bytes)} MB；` +
+        `Multi30k 测试集上的 BLEU：贪心解码 ${b.greedy.onnx_fp16.toFixed(2)}，四束束搜索 ${b.beam.onnx_fp16.toFixed(2)}。` +
+        "训练数据 Multi30k 仅供非商业的研究和教育使用。";
+    },
+    methodName: (o) => o.method === "beam" ? `束搜索（${o.beamSize} 束，α = ${o.alpha}）`
+      : o.method === "greedy" ? "贪心解码"
+        : `采样（T = ${o.temperature}，top-k ${o.topK || "关"}，top-p ${o.topP < 1 ? o.topP : "关"}，种子 ${o.seed}）`,
+    loading: (got, total) => `正在加载模型：${got} / ${total} MB…`,
+    preparing: "正在准备模型…",
+    loadFailed: (msg) => `模型无法加载：${msg}`,
+    loaded: (ms, cached, total) => `模型加载用时 ${ms} ms（${cached ? "来自浏览器缓存" :
+      `下载了 ${total} MB，已存入浏览器，下次访问无需再下载`}）。输入一句德语图片描述，然后点击“翻译”。`,
+    failed: (msg) => `翻译失败：${msg}`,
+    translating: "正在翻译…",
+    readAs: (text) => ` 按训练描述的空格和标点读作：“${text}”。`,
+    done: (name, n, ms, per) => `${name}：${n} 个词元，用时 ${ms} ms（每个词元 ${per} ms），在你的浏览器中运行。`,
+    positionText: (t, n, piece) => `第 ${t} / ${n} 个：“${piece}”`,
+    mapNames: { enc: "编码器自注意力", dec: "解码器带掩码的自注意力", cross: "交叉注意力" },
+    mapTitle: (name, layer, headText) => `${name}，第 ${layer} 层，${headText}`,
+  },
+};
+const TEXT = TEXTS[LANG];
+
 const shorten = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
 
 // ---- loading: checksums, Cache Storage, a byte counter ----------------------------------------------
@@ -164,9 +339,6 @@ const QUOTES = {                                                    // in order 
 // signs, which the model learnt to copy letter by letter, whatever the quotes: the page says so
 // (chapter 12b counts the captions and shows what it writes).
 const QUOTED = /["„“”]/u;
-const QUOTED_NOTE = "Quotation marks: in the training captions they surround names and the text of signs, " +
-  "which the model copies letter by letter; expect the quoted words, and a sentence that starts with a quote, " +
-  "to come out garbled.";
 export { normaliseInput };
 function normaliseInput(text, known) {
   let t = text.normalize("NFC").replace(/\s+/gu, " ").trim();
@@ -176,21 +348,17 @@ function normaliseInput(text, known) {
 
 function checkInput(m, raw) {
   const text = normaliseInput(raw, m.known);
-  if (!text) return { error: "Type a German sentence first." };
+  if (!text) return { error: TEXT.empty };
   const unknown = [...new Set([...text].filter((ch) => ch !== " " && !m.known.has(ch)))];
   if (unknown.length) {
-    return { error: `The model has never seen ${unknown.length === 1 ? "this character" : "these characters"}: ` +
-      `${unknown.map((c) => `“${c}”`).join(" ")}. Its vocabulary holds only the characters of the Multi30k ` +
-      `training captions; remove ${unknown.length === 1 ? "it" : "them"} and try again.` };
+    return { error: TEXT.unknownChars(unknown.map((c) => `“${c}”`).join(" "), unknown.length) };
   }
   const ids = m.tokenizer.encode(text, { add_special_tokens: false }).ids;
-  if (ids.includes(m.meta.special.unk_id)) return { error: "Part of this text maps to the unknown token <unk>; rephrase it." };
+  if (ids.includes(m.meta.special.unk_id)) return { error: TEXT.unk };
   ids.push(m.meta.special.eos_id);                                 // the source ends with <eos>, as in training
   const limit = m.meta.config.max_len;
   if (ids.length > limit) {
-    return { error: `This text is ${ids.length} tokens long (with <eos>); the model reads at most ${limit} ` +
-      `(its max_len: the positional encoding has no more positions). It was trained on captions of at most ` +
-      `${m.meta.training.max_sentence_tokens} tokens: try one sentence.` };
+    return { error: TEXT.tooLong(ids.length, limit, m.meta.training.max_sentence_tokens) };
   }
   return { ids, text };
 }
@@ -441,16 +609,15 @@ function drawBars(ui, m, res, o, t) {
     h("span", { class: "tr-bar-piece" }, m.pieces[id]),
     h("span", { class: "tr-bar-track" }, h("span", { class: "tr-bar-fill", style: `width:${(100 * p[id]).toFixed(2)}%` })),
     h("span", { class: "tr-bar-p" }, pct(p[id])),
-    h("span", { class: "tr-bar-mark", title: id === chosen ? "the token the decoder chose" : null }, id === chosen ? "◀" : ""));
+    h("span", { class: "tr-bar-mark", title: id === chosen ? TEXT.chosenTitle : null }, id === chosen ? "◀" : ""));
   });
-  const notes = [`these 10 tokens hold ${pct(mass)} of the probability`, "◀ marks the token the decoder chose"];
-  if (!top.includes(chosen)) notes.push(`the chosen token “${m.pieces[chosen]}” (p = ${pct(p[chosen])}) is not among them`);
-  if (kept) notes.push("greyed: removed by top-k / top-p before the draw");
+  const notes = [TEXT.barsMass(pct(mass)), TEXT.barsMark];
+  if (!top.includes(chosen)) notes.push(TEXT.barsChosenOut(m.pieces[chosen], pct(p[chosen])));
+  if (kept) notes.push(TEXT.barsGreyed);
   ui.bars.dataset.mass = String(mass);
   ui.bars.replaceChildren(
-    h("p", { class: "tr-note" }, `After “${prefix}”, the ten most likely next tokens at temperature ${T}` +
-      (o.temperature === 0 ? " (T = 0 picks the top token; the bars show T = 1)" : "") + ":"),
-    ...bars, h("p", { class: "tr-note" }, notes.join("; ") + "."));
+    h("p", { class: "tr-note" }, TEXT.barsHead(prefix, T, o.temperature === 0)),
+    ...bars, h("p", { class: "tr-note" }, TEXT.joinNotes(notes)));
 }
 
 // The output tokens, the one at the chosen position marked, its future faded.
@@ -466,13 +633,13 @@ function drawBeamTree(container, m, res, palette) {
   const best = res.ids.slice(1);
   const W = 70 + (res.tree.length + 1) * colw, H = 60 + rows * rowh + 10, yMid = 50 + (rows * rowh) / 2;
   const svg = s("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", class: "tr-tree" });
-  svg.appendChild(s("title", {}, `Beam search tree: ${res.tree.length} steps, ${rows} candidates each`));
+  svg.appendChild(s("title", {}, TEXT.treeTitle(res.tree.length, rows)));
   svg.appendChild(s("rect", { x: 14, y: yMid - 14, width: 64, height: 28, rx: 5, fill: light(dec, 0.16), stroke: dec, "stroke-width": 1.6 }));
   svg.appendChild(s("text", { x: 46, y: yMid + 4, "text-anchor": "middle", class: "tr-tree-tok" }, "<bos>"));
   let prevPos = [[78, yMid]];
   res.tree.forEach((column, t) => {
     const x = 40 + (t + 1) * colw, keptPos = [];
-    svg.appendChild(s("text", { x: x + boxw / 2, y: 30, "text-anchor": "middle", class: "tr-tree-step" }, `step ${t + 1}`));
+    svg.appendChild(s("text", { x: x + boxw / 2, y: 30, "text-anchor": "middle", class: "tr-tree-step" }, TEXT.step(t + 1)));
     column.forEach((node, r) => {
       const y = 50 + r * rowh, pruned = node.status === "pruned";
       const onBest = !pruned && node.prefix.every((tok, i) => best[i] === tok);
@@ -480,14 +647,14 @@ function drawBeamTree(container, m, res, palette) {
       const g = s("g", { class: "tr-beam-node", "data-step": t + 1, "data-token": node.token, "data-status": node.status,
         "data-logp": String(node.logp), "data-parent": node.parent });
       g.appendChild(s("title", {}, `${node.prefix.map((id) => m.pieces[id]).join(" ")}: log P = ${node.logp.toFixed(3)}` +
-        (node.score !== undefined ? `, score ${node.score.toFixed(3)}` : "") + ` (${node.status})`));
+        (node.score !== undefined ? `, ${TEXT.score(node.score.toFixed(3))}` : "") + ` (${TEXT.status[node.status]})`));
       g.appendChild(s("polyline", { points: `${px},${py} ${x - 2},${y + 13}`, fill: "none",
         stroke: onBest ? ink : pruned ? "#D4D4D4" : muted, "stroke-width": onBest ? 2.2 : 1, "stroke-dasharray": pruned ? "5 3" : "none" }));
       g.appendChild(s("rect", { x, y, width: boxw, height: 26, rx: 5, "stroke-width": 1.2, stroke: pruned ? "#BBBBBB" : dec,
         fill: onBest ? light(dec, 0.45) : pruned ? "#F7F7F7" : light(dec, 0.12), "stroke-dasharray": pruned ? "5 3" : "none" }));
       if (node.status === "finished") {
         g.appendChild(s("rect", { x: x - 3, y: y - 3, width: boxw + 6, height: 32, rx: 6, fill: "none", stroke: dec, "stroke-width": 1 }));
-        g.appendChild(s("text", { x: x + boxw / 2, y: y + 41, "text-anchor": "middle", class: "tr-tree-score", fill: dec }, `score ${node.score.toFixed(2)}`));
+        g.appendChild(s("text", { x: x + boxw / 2, y: y + 41, "text-anchor": "middle", class: "tr-tree-score", fill: dec }, TEXT.score(node.score.toFixed(2))));
       }
       g.appendChild(s("text", { x: x + boxw / 2, y: y + 17, "text-anchor": "middle", class: "tr-tree-tok", fill: pruned ? "#9A9A9A" : ink,
         "font-weight": onBest ? "bold" : "normal" }, `${shorten(m.pieces[node.token], 9)} (${node.logp.toFixed(2)})`));
@@ -506,10 +673,10 @@ function beamLegend(palette) {
     h("span", { class: "tr-swatch" + (double ? " tr-swatch-double" : ""), style: `background:${fill};border:1px ${dash ? "dashed" : "solid"} ${stroke};` +
       (double ? `outline:1px solid ${dec};` : "") }), label);
   return h("div", { class: "tr-legend" },
-    item(light(dec, 0.12), dec, false, false, "kept"),
-    item("#F7F7F7", "#BBBBBB", true, false, "pruned, or left when the search stopped"),
-    item("#FFFFFF", dec, false, true, "finished: score = log P / ((5 + |Y|) / 6)^α"),
-    item(light(dec, 0.45), dec, false, false, "the returned output"));
+    item(light(dec, 0.12), dec, false, false, TEXT.legend[0]),
+    item("#F7F7F7", "#BBBBBB", true, false, TEXT.legend[1]),
+    item("#FFFFFF", dec, false, true, TEXT.legend[2]),
+    item(light(dec, 0.45), dec, false, false, TEXT.legend[3]));
 }
 
 // ---- views: attention maps -----------------------------------------------------------------------------
@@ -537,17 +704,17 @@ function attentionMatrix(m, res, kind, layer, head) {
   const src = enc.srcIds.map((id) => m.pieces[id]), out = res.ids.slice(1).map((id) => m.pieces[id]);
   if (kind === "enc") {
     const rows = src.map((_, i) => src.map((__, j) => headValue(nh, head, (hd) => enc.attention[((l * nh + hd) * S + i) * S + j])));
-    return { rows, rowLabels: src, colLabels: src, rowAxis: "source token (query)", colAxis: "source token (key)" };
+    return { rows, rowLabels: src, colLabels: src, rowAxis: TEXT.axes.srcQuery, colAxis: TEXT.axes.srcKey };
   }
   if (kind === "cross") {
     const rows = res.steps.map((r) => src.map((_, j) => headValue(nh, head, (hd) => r.cross[(l * nh + hd) * S + j])));
-    return { rows, rowLabels: out, colLabels: src, rowAxis: "output token (query)", colAxis: "source token (key)" };
+    return { rows, rowLabels: out, colLabels: src, rowAxis: TEXT.axes.outQuery, colAxis: TEXT.axes.srcKey };
   }
   // dec: the step that wrote output token t attends over the prefix <bos> y1 … y(t-1); later positions are masked.
   const prefix = res.ids.slice(0, n).map((id) => m.pieces[id]);
   const rows = res.steps.map((r, i) => prefix.map((_, j) =>
     j <= i ? headValue(nh, head, (hd) => r.self[(l * nh + hd) * (i + 1) + j]) : null));
-  return { rows, rowLabels: out, colLabels: prefix, rowAxis: "output token (query: the step that wrote it)", colAxis: "prefix token (key)" };
+  return { rows, rowLabels: out, colLabels: prefix, rowAxis: TEXT.axes.outStep, colAxis: TEXT.axes.prefixKey };
 }
 
 function drawAttention(container, map, title, palette) {
@@ -563,7 +730,7 @@ function drawAttention(container, map, title, palette) {
   rows.forEach((row, i) => row.forEach((w, j) => {
     const rect = s("rect", { x: left + j * cell, y: top + i * cell, width: cell, height: cell, "data-row": i, "data-col": j,
       "data-w": w === null ? "0" : String(w), fill: w === null ? masked : viridis(w / vmax), stroke: w === null ? "#FFFFFF" : "none" });
-    rect.appendChild(s("title", {}, `${rowLabels[i]} → ${colLabels[j]}: ${w === null ? "masked (a later position)" : w.toFixed(3)}`));
+    rect.appendChild(s("title", {}, `${rowLabels[i]} → ${colLabels[j]}: ${w === null ? TEXT.masked : w.toFixed(3)}`));
     svg.appendChild(rect);
   }));
   rowLabels.forEach((t, i) => svg.appendChild(s("text", { x: left - 6, y: top + i * cell + cell / 2 + 4, "text-anchor": "end", class: "tr-tok" }, t)));
@@ -595,17 +762,15 @@ function drawQuery(container, m, enc, layer, head, query) {
   const cells = (...xs) => xs.map((x) => h("td", {}, x));
   const body = w.map((wj, j) => h("tr", { class: "tr-q-row" + (j === query ? " tr-q-self" : ""), "data-key": j,
     "data-raw": String(raw[j]), "data-scaled": String(scaled[j]), "data-mask": "1", "data-w": String(wj) },
-  h("th", { scope: "row" }, src[j]), ...cells(raw[j].toFixed(2), scaled[j].toFixed(3), "visible"),
+  h("th", { scope: "row" }, src[j]), ...cells(raw[j].toFixed(2), scaled[j].toFixed(3), TEXT.visible),
   h("td", { class: "tr-q-weight" }, h("span", { class: "tr-q-track" }, h("span", { class: "tr-q-fill", style: `width:${(100 * wj / wmax).toFixed(1)}%` })),
     h("span", {}, wj.toFixed(3)))));
   container.replaceChildren(
-    h("p", { class: "tr-note" }, `The query of “${src[query]}” (position ${query + 1}) in encoder layer ${layer}, head ${head + 1}, ` +
-      `against every key. Divided by √d_k = √${d_k} = ${Math.sqrt(d_k).toFixed(2)}; the encoder masks nothing ` +
-      "(every key is visible); the softmax turns the row into weights that sum to 1."),
+    h("p", { class: "tr-note" }, TEXT.queryNote(src[query], query + 1, layer, head + 1, d_k, Math.sqrt(d_k).toFixed(2))),
     h("div", { class: "tr-scroll" }, h("table", { class: "tr-q-table" },
-      h("thead", {}, h("tr", {}, ...["key", "q · k", "÷ √d_k", "mask", "softmax weight"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ...TEXT.queryHeads.map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, ...body))),
-    h("p", { class: "tr-note" }, `These weights, computed here from the raw scores, differ from the model's own by at most ${agree.toExponential(1)}.`));
+    h("p", { class: "tr-note" }, TEXT.queryAgree(agree.toExponential(1))));
 }
 
 // ---- the page: controls ------------------------------------------------------------------------------
@@ -629,9 +794,9 @@ function buildUI(root, meta) {
     status,
     progress: h("progress", { id: "tr-progress", max: meta.total_bytes, value: 0 }),
     input: h("textarea", { id: "tr-input", rows: 2, spellcheck: "false" }),
-    go: h("button", { id: "tr-go", type: "button", disabled: true }, "Translate"),
+    go: h("button", { id: "tr-go", type: "button", disabled: true }, TEXT.translate),
     examples: h("div", { id: "tr-examples" }),
-    method: select("tr-method", [["greedy", "greedy"], ["beam", "beam search"], ["sample", "sampling"]]),
+    method: select("tr-method", TEXT.methods),
     beamSize: number("tr-beam-size", 1, d.max_beam_size ?? 8, 1, d.beam_size),
     alpha: number("tr-alpha", 0, 2, 0.1, d.length_penalty),
     temperature: number("tr-temperature", 0, 2, 0.05, 1),
@@ -644,14 +809,13 @@ function buildUI(root, meta) {
     tokens: h("p", { class: "tr-tokens" }),
     bars: h("div", { id: "tr-bars" }),
     tree: h("div", { id: "tr-beam-tree", class: "tr-scroll" }),
-    attnKind: select("tr-attn-kind", [["cross", "cross-attention"], ["enc", "encoder self-attention"],
-      ["dec", "decoder self-attention (masked)"]]),
+    attnKind: select("tr-attn-kind", TEXT.kinds),
     attnLayer: select("tr-attn-layer", []),
-    attnHead: select("tr-attn-head", [["mean", `mean of the ${c.n_heads} heads`],
-      ...Array.from({ length: c.n_heads }, (_, hd) => [hd, `head ${hd + 1}`])]),
+    attnHead: select("tr-attn-head", [["mean", TEXT.meanHeads(c.n_heads)],
+      ...Array.from({ length: c.n_heads }, (_, hd) => [hd, TEXT.head(hd + 1)])]),
     attention: h("div", { id: "tr-attention", class: "tr-scroll" }),
-    qLayer: select("tr-q-layer", Array.from({ length: c.n_encoder_layers }, (_, l) => [l + 1, `layer ${l + 1}`])),
-    qHead: select("tr-q-head", Array.from({ length: c.n_heads }, (_, hd) => [hd, `head ${hd + 1}`])),
+    qLayer: select("tr-q-layer", Array.from({ length: c.n_encoder_layers }, (_, l) => [l + 1, TEXT.layer(l + 1)])),
+    qHead: select("tr-q-head", Array.from({ length: c.n_heads }, (_, hd) => [hd, TEXT.head(hd + 1)])),
     qToken: select("tr-q-token", []),
     query: h("div", { id: "tr-query" }),
   };
@@ -659,50 +823,43 @@ function buildUI(root, meta) {
   for (const text of meta.examples) ui.examples.appendChild(h("button", { type: "button", class: "tr-example" }, text));
 
   ui.beamGroup = h("div", { class: "tr-group", hidden: true },
-    field(ui.beamSize, "Beam size K", `How many partial translations survive each step (1 to ${d.max_beam_size ?? 8}). ` +
-      "Each step scores 2K candidates; a wider beam searches more but runs K rows through the decoder."),
-    field(ui.alpha, "Length penalty α", "Finished translations are ranked by log P / ((5 + length) / 6)^α: " +
-      "at 0 the shortest tends to win, larger values favour longer ones."));
+    field(ui.beamSize, TEXT.beamSize, TEXT.beamSizeHelp(d.max_beam_size ?? 8)),
+    field(ui.alpha, TEXT.alpha, TEXT.alphaHelp));
   ui.sampleGroup = h("div", { class: "tr-group", hidden: true },
-    field(ui.topK, "Top-k", "Draw only from the k most likely tokens (0: no limit)."),
-    field(ui.topP, "Top-p", "Draw only from the most likely tokens that together hold a share p of the probability (1: no limit)."),
-    field(ui.seed, "Seed", "Starts the random numbers: the same seed gives the same draws, so the same translation."));
-  ui.treeSection = h("section", { class: "tr-section", "aria-label": "Beam search tree" },
-    h("h4", { class: "tr-h" }, "The beam search tree"),
-    h("p", { class: "tr-note" }, "Columns are steps; each box is a candidate: its token and total log-probability."),
+    field(ui.topK, TEXT.topK, TEXT.topKHelp),
+    field(ui.topP, TEXT.topP, TEXT.topPHelp),
+    field(ui.seed, TEXT.seed, TEXT.seedHelp));
+  ui.treeSection = h("section", { class: "tr-section", "aria-label": TEXT.treeLabel },
+    h("h4", { class: "tr-h" }, TEXT.treeHead),
+    h("p", { class: "tr-note" }, TEXT.treeNote),
     ui.tree, beamLegend(meta.palette));
   ui.results = h("div", { class: "tr-results", hidden: true },
-    h("section", { class: "tr-section", "aria-label": "Step by step" },
-      h("h4", { class: "tr-h" }, "Step by step: what the decoder saw"),
-      h("div", { class: "tr-position-row" }, h("label", { for: "tr-position" }, "Output position"), ui.position, ui.positionText),
+    h("section", { class: "tr-section", "aria-label": TEXT.stepLabel },
+      h("h4", { class: "tr-h" }, TEXT.stepHead),
+      h("div", { class: "tr-position-row" }, h("label", { for: "tr-position" }, TEXT.position), ui.position, ui.positionText),
       ui.tokens, ui.bars),
     ui.treeSection,
-    h("section", { class: "tr-section", "aria-label": "Attention maps" },
-      h("h4", { class: "tr-h" }, "Attention maps"),
-      h("p", { class: "tr-note" }, "Rows are queries, columns the keys they attend to. Cross-attention: each output " +
-        "token over the German pieces; encoder: the German pieces over each other; decoder: each output token over " +
-        "the tokens before it (later ones are masked, grey)."),
-      h("div", { class: "tr-controls" }, field(ui.attnKind, "Map"), field(ui.attnLayer, "Layer"), field(ui.attnHead, "Head")),
+    h("section", { class: "tr-section", "aria-label": TEXT.mapsLabel },
+      h("h4", { class: "tr-h" }, TEXT.mapsHead),
+      h("p", { class: "tr-note" }, TEXT.mapsNote),
+      h("div", { class: "tr-controls" }, field(ui.attnKind, TEXT.map), field(ui.attnLayer, TEXT.layerLabel), field(ui.attnHead, TEXT.headLabel)),
       ui.attention),
-    h("section", { class: "tr-section", "aria-label": "One query's path" },
-      h("h4", { class: "tr-h" }, "One query's path: raw score → ÷ √d_k → mask → softmax"),
-      h("div", { class: "tr-controls" }, field(ui.qLayer, "Encoder layer"), field(ui.qHead, "Head"), field(ui.qToken, "Query token")),
+    h("section", { class: "tr-section", "aria-label": TEXT.queryLabel },
+      h("h4", { class: "tr-h" }, TEXT.queryHead),
+      h("div", { class: "tr-controls" }, field(ui.qLayer, TEXT.encoderLayer), field(ui.qHead, TEXT.headLabel), field(ui.qToken, TEXT.queryToken)),
       ui.query));
 
   root.replaceChildren(
-    field(ui.input, "German sentence"),
-    h("div", { class: "tr-row" }, ui.go, h("span", { class: "tr-help" }, "Enter translates; Shift+Enter starts a new line.")),
-    h("p", { class: "tr-small" }, "Examples (click one to translate it):"), ui.examples,
-    h("fieldset", { class: "tr-settings" }, h("legend", {}, "Decoding"),
+    field(ui.input, TEXT.sentence),
+    h("div", { class: "tr-row" }, ui.go, h("span", { class: "tr-help" }, TEXT.enterHelp)),
+    h("p", { class: "tr-small" }, TEXT.examples), ui.examples,
+    h("fieldset", { class: "tr-settings" }, h("legend", {}, TEXT.decoding),
       h("div", { class: "tr-controls" },
-        field(ui.method, "Method", "Greedy takes the most likely token at every step; beam search keeps the K " +
-          "best partial translations; sampling draws each token at random."),
-        field(ui.temperature, "Temperature T", "The logits are divided by T before the softmax: below 1 sharpens the " +
-          "distribution, above 1 flattens it, 0 always takes the top token. Sampling draws from it; for every " +
-          "method it sets the bars below.")),
+        field(ui.method, TEXT.method, TEXT.methodHelp),
+        field(ui.temperature, TEXT.temperature, TEXT.temperatureHelp)),
       ui.beamGroup, ui.sampleGroup),
     status, ui.progress, ui.output, ui.results,
-    h("p", { class: "tr-small", id: "tr-size" }, meta.summary_line ?? ""));
+    h("p", { class: "tr-small", id: "tr-size" }, TEXT.summary(meta)));
   return ui;
 }
 
@@ -728,11 +885,7 @@ function decodeKey(o) {
   return "greedy";
 }
 
-function methodName(o) {
-  if (o.method === "beam") return `beam search (${o.beamSize} beam${o.beamSize === 1 ? "" : "s"}, α = ${o.alpha})`;
-  if (o.method === "greedy") return "greedy decoding";
-  return `sampling (T = ${o.temperature}, top-k ${o.topK || "off"}, top-p ${o.topP < 1 ? o.topP : "off"}, seed ${o.seed})`;
-}
+const methodName = (o) => TEXT.methodName(o);
 
 // ---- the page: wiring ------------------------------------------------------------------------------
 async function main() {
@@ -751,13 +904,13 @@ async function main() {
       add(n) {
         this.loaded += n;
         ui.progress.value = this.loaded;
-        ui.status.textContent = `Loading the model: ${mb(this.loaded)} of ${mb(meta.total_bytes)} MB…`;
+        ui.status.textContent = TEXT.loading(mb(this.loaded), mb(meta.total_bytes));
       },
-      preparing() { ui.status.textContent = "Preparing the model…"; },
+      preparing() { ui.status.textContent = TEXT.preparing; },
     };
     m = await load(meta, progress);
   } catch (e) {
-    $("tr-status").textContent = `The model could not be loaded: ${e.message}`;
+    $("tr-status").textContent = TEXT.loadFailed(e.message);
     root.dataset.state = "error";
     return;
   }
@@ -765,8 +918,7 @@ async function main() {
   root.dataset.modelSource = m.source;
   ui.progress.hidden = true;
   const palette = m.meta.palette;
-  ui.status.textContent = `Model loaded in ${m.loadMs.toFixed(0)} ms (${m.source === "cache" ? "from your browser's cache" :
-    `${mb(m.meta.total_bytes)} MB downloaded, kept in your browser for the next visit`}). Type a German caption and press Translate.`;
+  ui.status.textContent = TEXT.loaded(m.loadMs.toFixed(0), m.source === "cache", mb(m.meta.total_bytes));
 
   let enc = null;       // the encoder's output for the last sentence read: reused by every re-decode
   let res = null;       // the answer shown: ids, per-step records, tree (beam), its sentence and encoder output
@@ -781,7 +933,7 @@ async function main() {
     };
     queue = queue.then(() => (ticket === latest ? job(pause) : undefined)).catch((e) => {
       if (e === SUPERSEDED) return;
-      ui.status.textContent = `Translation failed: ${e.message}`;
+      ui.status.textContent = TEXT.failed(e.message);
       root.dataset.state = "error";
       ui.output.dataset.seq = String(++seq);
     });
@@ -791,7 +943,7 @@ async function main() {
   async function decode(pause, text) {
     const o = settings(ui, m.meta);
     root.dataset.state = "running";
-    ui.status.textContent = "Translating…";
+    ui.status.textContent = TEXT.translating;
     await pause();                                                   // let the page show it
     const t0 = performance.now();
     if (!enc || enc.text !== text.text) enc = { ...(await encode(m, text.ids)), text: text.text };
@@ -812,9 +964,9 @@ async function main() {
     const body = ids.slice(0, ids.includes(eos_id) ? ids.indexOf(eos_id) : ids.length).filter((id) => id !== pad_id && id !== bos_id);
     ui.output.textContent = body.length ? m.tokenizer.decode(body, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
     Object.assign(ui.output.dataset, { ids: JSON.stringify(res.ids), read: text.text, ms: ms.toFixed(2), method: res.method });
-    const read = text.text !== text.raw ? ` Read as: “${text.text}” (spaces and typography as in the training captions).` : "";
-    const quoted = QUOTED.test(text.text) ? ` ${QUOTED_NOTE}` : "";
-    ui.status.textContent = `${methodName(o)}: ${ids.length} tokens in ${ms.toFixed(0)} ms (${(ms / ids.length).toFixed(1)} ms per token), in your browser.${read}${quoted}`;
+    const read = text.text !== text.raw ? TEXT.readAs(text.text) : "";
+    const quoted = QUOTED.test(text.text) ? ` ${TEXT.quotedNote}` : "";
+    ui.status.textContent = TEXT.done(methodName(o), ids.length, ms.toFixed(0), (ms / ids.length).toFixed(1)) + read + quoted;
     const n = res.steps.length;
     ui.position.max = String(n);
     if (fresh || Number(ui.position.value) > n) ui.position.value = "1";
@@ -833,7 +985,7 @@ async function main() {
   // The views: redrawn from `res` alone, never decoding again.
   function drawStep() {
     const t = Number(ui.position.value);
-    ui.positionText.textContent = `${t} of ${res.steps.length}: “${m.pieces[res.ids[t]]}”`;
+    ui.positionText.textContent = TEXT.positionText(t, res.steps.length, m.pieces[res.ids[t]]);
     drawTokens(ui, m, res, t);
     drawBars(ui, m, res, settings(ui, m.meta), t);
   }
@@ -841,12 +993,12 @@ async function main() {
     const kind = ui.attnKind.value, layers = kind === "enc" ? m.meta.config.n_encoder_layers : m.meta.config.n_decoder_layers;
     if (ui.attnLayer.options.length !== layers) {
       const keep = Math.min(Number(ui.attnLayer.value) || layers, layers);
-      ui.attnLayer.replaceChildren(...Array.from({ length: layers }, (_, l) => h("option", { value: l + 1 }, `layer ${l + 1}`)));
+      ui.attnLayer.replaceChildren(...Array.from({ length: layers }, (_, l) => h("option", { value: l + 1 }, TEXT.layer(l + 1))));
       ui.attnLayer.value = String(keep);
     }
     const layer = Number(ui.attnLayer.value), head = ui.attnHead.value;
-    const names = { enc: "Encoder self-attention", dec: "Decoder masked self-attention", cross: "Cross-attention" };
-    const title = `${names[kind]}, layer ${layer}, ${head === "mean" ? `mean of the ${m.meta.config.n_heads} heads` : `head ${Number(head) + 1}`}`;
+    const headText = head === "mean" ? TEXT.meanHeads(m.meta.config.n_heads) : TEXT.head(Number(head) + 1);
+    const title = TEXT.mapTitle(TEXT.mapNames[kind], layer, headText);
     drawAttention(ui.attention, attentionMatrix(m, res, kind, layer, head), title, palette);
   }
   function drawQueryPath() {
