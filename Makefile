@@ -89,11 +89,13 @@ book: export vendor
 
 # The Chinese edition's message catalogues (locales/zh_CN/TRANSLATING.md): extract the English
 # messages (into _build/i18n, apart from the HTML build's doctrees), then update every .po: new
-# messages arrive empty, changed ones keep their old translation marked fuzzy.
+# messages arrive empty, changed ones keep their old translation marked fuzzy; and the catalogue of
+# glued values that are words (locales/zh_CN/glued_values.po), from the chapters' stored outputs.
 translations: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --builder custom --custom-builder gettext --path-output _build/i18n -q
 	$(VENV)/bin/sphinx-intl update -p _build/i18n/_build/gettext -l zh_CN -d locales
-	$(PY) scripts/check_translations.py | grep "messages translated" || true
+	$(PY) scripts/check_translations.py --update-glued
+	$(PY) scripts/check_translations.py | grep "translated, " || true
 
 # The runner editions: every chapter as a plain notebook (glued values written in, roles as links,
 # hints and solutions in <details>) into _build/notebooks/chapters/, beside links to book/,

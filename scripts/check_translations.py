@@ -3,6 +3,7 @@
     .venv/bin/python scripts/check_translations.py                 # every catalogue
     .venv/bin/python scripts/check_translations.py path/to/page.po # some
     .venv/bin/python scripts/check_translations.py --terms         # the glossary's table
+    .venv/bin/python scripts/check_translations.py --update-glued  # refresh glued_values.po (make translations)
 
 For every message (locales/zh_CN/TRANSLATING.md says why each rule is there):
 - translated, and not marked fuzzy;
@@ -12,6 +13,12 @@ For every message (locales/zh_CN/TRANSLATING.md says why each rule is there):
   on a page is followed by the English term in parentheses;
 - a quotation from a paper keeps its English original before the Chinese;
 - no Markdown block syntax at the start, no line break the English lacks.
+
+Glued values that are words, not only numbers ("lower", "about 3 min on a 2-core CPU"), are the
+chapters' outputs, but the Chinese page should not show English inside a Chinese sentence: they have
+their own catalogue, locales/zh_CN/glued_values.po (one message per distinct text, its pages and keys in
+a comment), which book/_ext/translated_glue.py applies to the Chinese build. It is checked as the
+others are: complete, not fuzzy, its numbers kept.
 
 Prints the problems and, per catalogue, messages translated / total; exits 1 when there is a problem.
 """
@@ -28,6 +35,7 @@ from babel.messages.pofile import read_po
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
+GLUED = ROOT / "locales" / "zh_CN" / "glued_values.po"
 GLOSSARY = ROOT / "book" / "glossary.md"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -75,6 +83,16 @@ def glossary_terms(path: Path = GLOSSARY) -> list[Term]:
     return terms
 
 
+def chinese_names(term: Term) -> set[str]:
+    """The Chinese names a {term} role may show: the glossary's, and for an entry that names a
+    pair ("后置/前置层归一化" for Post-LN / Pre-LN) each of the two ("后置层归一化", "前置层归一化")."""
+    names = {term.chinese}
+    if "/" in term.chinese:
+        first, last = term.chinese.split("/", 1)
+        names |= {first + last[len(first):], last}
+    return names
+
+
 def term_index(terms: list[Term]) -> dict[str, Term]:
     """Each English name, lower-cased (Sphinx finds terms case-insensitively), to its entry."""
     return {name.lower(): t for t in terms for name in t.english}
@@ -98,6 +116,74 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
                 if para and not para.startswith("—"):
                     quotes.add(para)
     return quotes
+
+
+GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::[^`]*)?`")   # {glue}`key`, {glue:text}`key:fmt`
+WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def glued_words(root: Path = ROOT) -> dict[str, list[str]]:
+    """{text: ["page key", ...]} of every glued value that the prose shows as text and that holds a
+    word: the text as the page shows it (the stored repr without its quotes)."""
+    found: dict[str, list[str]] = {}
+    for nb in sorted((root / "chapters").glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        values = {}
+        for c in cells:
+            for o in c.get("outputs", []) if c["cell_type"] == "code" else []:
+                book = o.get("metadata", {}).get("scrapbook")
+                text = book and o.get("data", {}).get(book["mime_prefix"] + "text/plain")
+                if text is not None:
+                    text = "".join(text) if isinstance(text, list) else text
+                    values[book["name"]] = text[1:-1] if text[:1] == text[-1:] and text[:1] in "'\"" else text
+        prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        for key in dict.fromkeys(GLUE_ROLE.findall(prose)):
+            text = values.get(key)
+            if text is not None and WORD.search(text):
+                found.setdefault(text, []).append(f"{nb.stem} {key}")
+    return found
+
+
+def update_glued(path: Path = GLUED) -> tuple[int, int]:
+    """Write the glued words' catalogue: keep the translations of texts still glued, add new texts
+    untranslated, drop the ones no chapter glues any more. (added, dropped)"""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+    old = {}
+    if path.exists():
+        with path.open("rb") as f:
+            old = {m.id: m for m in read_po(f) if m.id}
+    words = glued_words()
+    catalogue = Catalog(locale="zh_CN", project="The Transformer, Built: glued words", fuzzy=False)
+    for text, where in sorted(words.items()):
+        kept = old.get(text)
+        catalogue.add(text, kept.string if kept else "", auto_comments=where,
+                      flags=kept.flags if kept else ())
+    with path.open("wb") as f:
+        write_po(f, catalogue, width=0, omit_header=False)
+    return len(set(words) - set(old)), len(set(old) - set(words))
+
+
+def check_glued(path: Path = GLUED) -> tuple[list[Problem], int, int]:
+    """(problems, translated, total) of the glued words' catalogue against the chapters as they are."""
+    words = glued_words()
+    if not path.exists():
+        return [Problem("glued_values.po", "", "missing: run `make translations`")], 0, len(words)
+    with path.open("rb") as f:
+        have = {m.id: m for m in read_po(f) if m.id}
+    problems, done = [], 0
+    for text in words:
+        m = have.get(text)
+        if m is None or not m.string:
+            problems.append(Problem("glued_values.po", text, "untranslated (or not in the catalogue: `make translations`)"))
+        elif m.fuzzy:
+            problems.append(Problem("glued_values.po", text, "fuzzy"))
+        else:
+            done += 1
+            lost = set(NUMBER.findall(text)) - set(NUMBER.findall(m.string))
+            if lost:
+                problems.append(Problem("glued_values.po", text, f"number differs: lost {sorted(lost)!r}"))
+    return problems, done, len(words)
 
 
 def _roles(text: str) -> list[tuple[str, str]]:
@@ -170,7 +256,7 @@ def check_message(msgid: str, msgstr: str, index: dict[str, Term], quotes: set[s
         if term is None:
             bad(f"{{term}} target {target!r} is not in the glossary")
             continue
-        if display != term.chinese:
+        if display not in chinese_names(term):
             bad(f"{{term}}`{m.group(2)}`: shows {display!r}, the glossary says {term.chinese!r}")
         if seen is None or term in seen:
             continue
@@ -210,7 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("catalogues", nargs="*", type=Path, help="the .po files (default: all)")
     parser.add_argument("--terms", action="store_true", help="print the glossary's table and stop")
+    parser.add_argument("--update-glued", action="store_true", help="refresh glued_values.po from the chapters")
     args = parser.parse_args(argv)
+    if args.update_glued:
+        added, dropped = update_glued()
+        print(f"{GLUED.relative_to(ROOT)}: {added} new glued texts, {dropped} dropped")
+        return 0
     terms = glossary_terms()
     if args.terms:
         for t in terms:
@@ -218,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     index, quotes = term_index(terms), paper_quotes()
     paths = [p.resolve() for p in args.catalogues] or sorted(LOCALE.rglob("*.po"))
+    if GLUED.resolve() in paths:
+        paths.remove(GLUED.resolve())
+        paths.append(GLUED.resolve())
     failed = 0
     for path in paths:
         problems, done, total = check_catalogue(path, index, quotes)
@@ -226,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         failed += len(problems)
         print(f"{path.relative_to(LOCALE) if path.is_relative_to(LOCALE) else path}: "
               f"{done}/{total} messages translated, {len(problems)} problems")
+    if not args.catalogues or GLUED.resolve() in paths:
+        problems, done, total = check_glued()
+        for p in problems:
+            print(p)
+        failed += len(problems)
+        print(f"glued_values.po: {done}/{total} glued texts translated, {len(problems)} problems")
     return 1 if failed else 0
 
 

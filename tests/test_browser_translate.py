@@ -68,6 +68,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
 
 HTML = ROOT / "_build" / "html"
 PAGE = "chapters/12b_in_the_browser.html"
+ZH_PAGE = "zh/" + PAGE          # the Chinese edition's page: the same explorer, its words in Chinese
 MODEL = ROOT / "book" / "_static" / "translator" / "model"
 VENDOR = ROOT / "book" / "_vendor" / "translator-vendor"
 N_SENTENCES = 50
@@ -108,12 +109,12 @@ def site() -> Path:
         return [p for p, b in zip(assets, built) if not b.exists() or b.read_bytes() != p.read_bytes()]
 
     newest = max(p.stat().st_mtime for p in SOURCES if p.is_file())
-    if not page.exists() or page.stat().st_mtime < newest or stale_assets():
+    pages = [page, HTML / ZH_PAGE]
+    if any(not p.exists() or p.stat().st_mtime < newest for p in pages) or stale_assets():
         # `--all`: Sphinx copies static files only when it writes pages; a changed .js alone
-        # leaves an incremental build with "no targets are out of date"
-        jb = Path(sys.executable).with_name("jupyter-book")
-        proc = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--all"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=1200)
+        # leaves an incremental build with "no targets are out of date". Both editions, as `make book`.
+        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_book.py"), "--all"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=1800)
         assert proc.returncode == 0, "book build failed:\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
     assert not stale_assets(), f"_build/html has other copies of {stale_assets()}: rebuild the book"
     return HTML
@@ -1080,3 +1081,47 @@ def test_nothing_loaded_from_another_host(context, page, server):
     assert not foreign, f"the page asked other hosts for {foreign[:5]}"
     ours = [e for e in context.errors if "THEBE_JS_URL" not in e]   # (a sphinx-book-theme script, not ours)
     assert not ours, ours
+
+
+# ---- the Chinese edition's page --------------------------------------------------------------------
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Words the Chinese interface keeps in Latin letters, as Chinese writers do
+KEPT_LATIN = {"Top", "Shift", "Enter", "softmax", "logits", "BLEU", "Multi30k", "d_model", "max_len"}
+
+
+def test_the_chinese_edition_has_the_same_explorer_in_chinese(context, page, reference):
+    """The explorer on the Chinese page: every label, heading, legend and help text in Chinese, the
+    status lines and messages too, and the same translations, token for token, as Python's."""
+    meta, tok, onnx, _ = reference
+    pg = context.new_page()
+    pg.on("pageerror", lambda e: context.errors.append(str(e)))
+    pg.goto(f"{context.server}/{ZH_PAGE}", wait_until="domcontentloaded")
+    _wait_loaded(pg)
+    assert pg.evaluate("document.documentElement.lang") == "zh-CN"
+    assert pg.inner_text("#tr-go") == "翻译"
+    assert "模型加载用时" in pg.inner_text("#tr-status")
+    texts = pg.eval_on_selector_all("#translator label, #translator legend, #translator .tr-h, #translator .tr-help, "
+                                    "#translator .tr-small, #translator option", "es => es.map(e => e.textContent)")
+    english = [t for t in texts if re.search(r"[A-Za-z]{4,}", t) and not CJK.search(t)
+               and not set(re.findall(r"[A-Za-z_0-9]{4,}", t)) <= KEPT_LATIN and t not in meta["examples"]]
+    assert not english, f"interface text left in English: {english[:5]}"
+    bos, eos = tok.bos_id, tok.eos_id
+    for method in ("greedy", "beam"):
+        controls = {"beam_size": 4, "alpha": 0.6} if method == "beam" else {}
+        got = _translate(pg, meta["examples"][0], method, **controls)
+        ids = tok.encode(meta["examples"][0], eos=True)
+        want = (onnx.greedy(ids, _max_len(meta, ids), bos, eos).ids if method == "greedy"
+                else onnx.beam(ids, _max_len(meta, ids), bos, eos, beam_size=4, length_penalty=0.6))
+        assert got["state"] == "done" and got["ids"] == want, (method, got["status"])
+        assert CJK.search(got["status"]) and "个词元" in got["status"], got["status"]
+    bars = pg.inner_text("#tr-bars")
+    assert "最可能的十个下一个词元" in bars and "◀" in bars
+    assert "束搜索树" in pg.inner_text("#tr-beam-tree").replace("\n", "") or pg.locator("#tr-beam-tree svg title").count()
+    empty = _translate(pg, "   ")
+    assert empty["state"] == "refused" and empty["status"] == "请先输入一个德语句子。"
+    odd = _translate(pg, "Ein Hund 😀 läuft.")
+    assert odd["state"] == "refused" and "“😀”" in odd["status"] and "从未见过" in odd["status"]
+    ok = _translate(pg, meta["examples"][1])
+    assert ok["state"] == "done"
+    _screenshot(pg, ROOT / "_build" / "screenshots" / "zh_12b_translator.png")
+    pg.close()

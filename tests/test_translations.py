@@ -75,6 +75,16 @@ def test_translations_follow_the_rules(po):
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(map(str, problems[:20]))
 
 
+def test_every_glued_word_is_translated():
+    """Glued values that are words ("lower", "about 3 min on a 2-core CPU") are shown in Chinese on
+    the Chinese pages: each one the chapters glue now has its translation, with its numbers."""
+    problems, done, total = ct.check_glued()
+    print(f"glued_values.po: {done}/{total} glued texts translated")
+    assert total > 0
+    assert not problems, (f"{len(problems)} glued texts: run `make translations` and translate them in "
+                          "locales/zh_CN/glued_values.po:\n" + "\n".join(map(str, problems[:20])))
+
+
 # ---- the checker's rules, on messages made to break them ----------------------------------------
 GLUED = "It took {glue:text}`chapter_run_time` with $d_k = 64$, `attention()` and 12,000 rows ({cite:t}`vaswani2017attention`)."
 GOOD = "用时 {glue:text}`chapter_run_time`，$d_k = 64$，`attention()`，12,000 行（{cite:t}`vaswani2017attention`）。"
@@ -131,6 +141,13 @@ def test_headings_and_blocks():
     assert any("numbered heading" in p for p in _problems("1. Queries, keys and values", "1. 查询、键和值"))
     assert any("block syntax" in p for p in _problems("A plain sentence.", "- 一个句子。"))
     assert any("line break" in p for p in _problems("A plain sentence.", "一个\n句子。"))
+
+
+def test_a_pair_of_terms_may_be_shown_by_either_name():
+    msgid = "A {term}`post-LN <Post-LN>` stack."
+    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`（post-LN）堆叠。") == []
+    assert _problems(msgid, "一个{term}`后置/前置层归一化 <Post-LN>`（post-LN）堆叠。") == []
+    assert any("glossary says" in p for p in _problems(msgid, "一个{term}`层归一化 <Post-LN>`（post-LN）堆叠。"))
 
 
 def test_the_glossary_is_read_whole():
