@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from babel.messages.pofile import read_po
+from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
@@ -213,6 +214,18 @@ def _kept(text: str) -> dict[str, set[str]]:
     }
 
 
+_INLINE = MarkdownIt("commonmark")
+
+
+def stray_asterisks(text: str) -> int:
+    """How many `*` Markdown leaves as text (roles, maths and code aside): an emphasis marker it did
+    not read as one, as `**……。**默认` (a closing `**` after punctuation, before a letter)."""
+    text = CODE.sub("x", MATH.sub("x", ROLE.sub("x", text)))
+    tokens = _INLINE.parseInline(text)
+    return sum(child.content.count("*") for tok in tokens for child in tok.children or []
+               if child.type == "text")
+
+
 def _term_target(content: str) -> tuple[str, str]:
     """(display text, target) of a {term} role's content."""
     m = re.fullmatch(r"(.*?)\s*<([^<>]+)>", content, re.S)
@@ -239,6 +252,9 @@ def check_message(msgid: str, msgstr: str, index: dict[str, Term], quotes: set[s
         bad(f"starts with Markdown block syntax: {msgstr[:12]!r} (a heading's '1.' is written '1\\.')")
     if re.match(r"\d+\.\s", msgid) and not re.match(r"\d+\\\.\s", msgstr):
         bad("a numbered heading: write its number as '1\\. ' so it stays a heading")
+
+    if stray_asterisks(text) > stray_asterisks(msgid):
+        bad("an emphasis marker Markdown does not read (next to Chinese punctuation: `**……**。`, not `**……。**`)")
 
     english, chinese = _kept(msgid), _kept(text)
     for kind, wanted in english.items():

@@ -141,6 +141,9 @@ def test_headings_and_blocks():
     assert any("numbered heading" in p for p in _problems("1. Queries, keys and values", "1. 查询、键和值"))
     assert any("block syntax" in p for p in _problems("A plain sentence.", "- 一个句子。"))
     assert any("line break" in p for p in _problems("A plain sentence.", "一个\n句子。"))
+    bold = "**Two paths, one result.** By default the heads run fused."
+    assert _problems(bold, "**两条路径，同一个结果**。默认情况下各个头融合计算。") == []
+    assert any("emphasis" in p for p in _problems(bold, "**两条路径，同一个结果。**默认情况下各个头融合计算。"))
 
 
 def test_a_pair_of_terms_may_be_shown_by_either_name():
