@@ -430,7 +430,10 @@ def _glued(html: str) -> list[str]:
 
 
 def _maths(html: str) -> set[str]:
-    return {unescape(m) for m in re.findall(r'<span class="math notranslate nohighlight">(.*?)</span>', html, flags=re.S)}
+    """The page's inline formulas, whitespace runs read as one space (a source line break may fall
+    inside a formula in one language and not in the other)."""
+    spans = re.findall(r'<span class="math notranslate nohighlight">(.*?)</span>', html, flags=re.S)
+    return {" ".join(unescape(m).split()) for m in spans}
 
 
 @pytest.mark.book
