@@ -518,3 +518,14 @@ def test_screenshots_of_the_chinese_edition(browser, figcheck, name):
     with Image.open(shot) as im:
         band = im.convert("L").crop((300, 0, 1000, min(im.height, 4000)))
         assert ImageStat.Stat(band).stddev[0] > 20, f"{name}: the screenshot looks blank"
+
+
+@pytest.mark.book
+def test_the_chinese_sidebar_names_its_parts_in_chinese(built_book):
+    """The table of contents' part captions come from `_toc.yml` after Sphinx translated the page
+    (book/_ext/translated_toc.py translates them): every one is Chinese on every Chinese page."""
+    for page in ("book/intro.html", "chapters/11b_training.html"):
+        html = (built_book / "zh" / page).read_text(encoding="utf-8")
+        captions = re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">([^<]+)', html)
+        assert len(captions) >= 8, captions
+        assert all(CJK.search(c) for c in captions), f"{page}: captions in English: {captions}"
