@@ -3,6 +3,7 @@
 Chromium: Debian's `chromium` package (`apt-get install chromium`). Without it the browser
 test is skipped with that instruction, except under CI=true, where it fails.
 """
+import contextlib
 import functools
 import http.server
 import json
@@ -357,10 +358,9 @@ def test_folded_cells_are_closed_toggles_in_the_page(built_book, nb):
     assert not any(toggles), f"{nb.stem}: a folded cell is rendered open"
 
 
-@pytest.mark.browser
-def test_folded_code_is_hidden_until_clicked(built_book):
-    """In Chromium: chapter 1's first solution and chapter 7's folded decoder layer are invisible;
-    one click shows them (and a second click folds the layer again)."""
+@contextlib.contextmanager
+def _playwright_page(site: Path):
+    """(a Playwright page in headless Chromium, the base URL of `site` served on loopback)."""
     from conftest import chromium_path, skip_or_fail
     if chromium_path() is None:
         skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
@@ -370,32 +370,39 @@ def test_folded_code_is_hidden_until_clicked(built_book):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_book)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
                                          args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            # An exercise's solution (a sphinx-design dropdown) too: closed until its title is clicked.
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/chapters/01_qkv_attention.html")
-            solution = page.locator("details.sd-dropdown", has_text="Solution — exercise 1").first
-            body = solution.locator(".sd-summary-content")
-            assert solution.count() == 1 and not body.is_visible(), "exercise 1's solution is not folded"
-            solution.locator("summary").click()
-            body.wait_for(state="visible", timeout=10_000)
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/chapters/07_decoder_cross_attention.html")
-            cell = page.locator("div.cell.tag_hide-input", has_text="class DecoderLayer").first
-            code = cell.locator("div.cell_input")
-            assert cell.count() == 1 and not code.is_visible(), "the exported DecoderLayer is not folded"
-            cell.locator("summary").click()
-            code.wait_for(state="visible", timeout=10_000)
-            assert "class DecoderLayer" in code.inner_text()
-            cell.locator("summary").click()
-            code.wait_for(state="hidden", timeout=10_000)
+            yield browser.new_page(viewport={"width": 1200, "height": 900}), f"http://127.0.0.1:{server.server_address[1]}"
             browser.close()
     finally:
         server.shutdown()
+
+
+@pytest.mark.browser
+def test_folded_code_is_hidden_until_clicked(built_book):
+    """In Chromium: chapter 1's first solution and chapter 7's folded decoder layer are invisible;
+    one click shows them (and a second click folds the layer again)."""
+    with _playwright_page(built_book) as (page, base):
+        # An exercise's solution (a sphinx-design dropdown) too: closed until its title is clicked.
+        page.goto(f"{base}/chapters/01_qkv_attention.html")
+        solution = page.locator("details.sd-dropdown", has_text="Solution — exercise 1").first
+        body = solution.locator(".sd-summary-content")
+        assert solution.count() == 1 and not body.is_visible(), "exercise 1's solution is not folded"
+        solution.locator("summary").click()
+        body.wait_for(state="visible", timeout=10_000)
+        page.goto(f"{base}/chapters/07_decoder_cross_attention.html")
+        cell = page.locator("div.cell.tag_hide-input", has_text="class DecoderLayer").first
+        code = cell.locator("div.cell_input")
+        assert cell.count() == 1 and not code.is_visible(), "the exported DecoderLayer is not folded"
+        cell.locator("summary").click()
+        code.wait_for(state="visible", timeout=10_000)
+        assert "class DecoderLayer" in code.inner_text()
+        cell.locator("summary").click()
+        code.wait_for(state="hidden", timeout=10_000)
 
 
 # ---- the Chinese edition: one click from every page to the same page in the other language -----
@@ -459,38 +466,19 @@ def test_both_editions_show_the_same_glued_values_maths_and_outputs(built_book, 
 def test_the_language_switch_in_the_browser(built_book):
     """In Chromium: the button on a Chinese page opens the same page, at the same section, in
     English; the English page's button leads back."""
-    from conftest import chromium_path, skip_or_fail
-    if chromium_path() is None:
-        skip_or_fail("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
-    from playwright.sync_api import sync_playwright
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_book)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.goto(f"{base}/zh/chapters/05_masking.html")
-            section = page.locator("article section[id]").nth(1).get_attribute("id")
-            page.goto(f"{base}/zh/chapters/05_masking.html#{section}")
-            assert page.evaluate("document.documentElement.lang") == "zh-CN"
-            button = page.locator(".btn-language-switch")
-            assert button.inner_text().strip() == "English"
-            button.click()
-            page.wait_for_url(f"{base}/chapters/05_masking.html#{section}", timeout=10_000)
-            assert page.evaluate("document.documentElement.lang") == "en"
-            assert page.locator(".btn-language-switch").inner_text().strip() == "中文"
-            page.locator(".btn-language-switch").click()
-            page.wait_for_url(f"{base}/zh/chapters/05_masking.html#{section}", timeout=10_000)
-            browser.close()
-    finally:
-        server.shutdown()
+    with _playwright_page(built_book) as (page, base):
+        page.goto(f"{base}/zh/chapters/05_masking.html")
+        section = page.locator("article section[id]").nth(1).get_attribute("id")
+        page.goto(f"{base}/zh/chapters/05_masking.html#{section}")
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
+        button = page.locator(".btn-language-switch")
+        assert button.inner_text().strip() == "English"
+        button.click()
+        page.wait_for_url(f"{base}/chapters/05_masking.html#{section}", timeout=10_000)
+        assert page.evaluate("document.documentElement.lang") == "en"
+        assert page.locator(".btn-language-switch").inner_text().strip() == "中文"
+        page.locator(".btn-language-switch").click()
+        page.wait_for_url(f"{base}/zh/chapters/05_masking.html#{section}", timeout=10_000)
 
 
 ZH_SCREENSHOTS = {"zh_intro": "zh/book/intro.html", "zh_01_qkv_attention": "zh/chapters/01_qkv_attention.html",
