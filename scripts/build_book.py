@@ -6,8 +6,9 @@
 
 Both editions are built by Jupyter Book from the same chapters and `_config.yml`. The Chinese one
 adds Sphinx's `language` (so its messages come from locales/zh_CN/LC_MESSAGES, see
-locales/zh_CN/TRANSLATING.md) and the Chinese title, through a configuration written to
-_build/zh_CN/_config.yml; Jupyter Book resolves a configuration's local extension folders against
+locales/zh_CN/TRANSLATING.md), the Chinese title and, for its search, the glossary's Chinese terms as
+a dictionary for jieba (which cuts Chinese text into the words Sphinx indexes: without it "束搜索"
+would be cut into characters), through a configuration written to _build/zh_CN/_config.yml; Jupyter Book resolves a configuration's local extension folders against
 the configuration's own folder, so they are written there as absolute paths. The Chinese build
 lives in _build/zh_CN and is copied to _build/html/zh, the folder `language_editions` names.
 Exits non-zero when a build fails or prints a warning.
@@ -28,13 +29,25 @@ HTML = BUILD / "html"
 TITLES = {"zh_CN": "动手搭建 Transformer"}
 
 
-def config_for(language: str) -> dict:
-    """`_config.yml` with `language` set, for the edition in that language."""
+def search_dictionary(out: Path) -> Path:
+    """The glossary's Chinese terms, one per line, as a jieba user dictionary (word, frequency)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from check_translations import chinese_names, glossary_terms
+    words = sorted({name for term in glossary_terms() for name in chinese_names(term) if "/" not in name})
+    path = out / "search_words.txt"
+    path.write_text("".join(f"{w} 1000\n" for w in words), encoding="utf-8")
+    return path
+
+
+def config_for(language: str, out: Path) -> dict:
+    """`_config.yml` with `language` set, for the edition in that language (files it needs into `out`)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     sphinx = config.setdefault("sphinx", {})
     sphinx["local_extensions"] = {name: str((ROOT / folder).resolve())
                                   for name, folder in sphinx.get("local_extensions", {}).items()}
     sphinx.setdefault("config", {})["language"] = language
+    if language.startswith("zh"):
+        sphinx["config"]["html_search_options"] = {"dict": str(search_dictionary(out))}
     config["title"] = TITLES.get(language, config["title"])
     return config
 
@@ -52,7 +65,7 @@ def build(language: str, rebuild_all: bool) -> tuple[int, str]:
     if language != "en":
         out = BUILD / language
         out.mkdir(parents=True, exist_ok=True)
-        (out / "_config.yml").write_text(yaml.safe_dump(config_for(language), allow_unicode=True,
+        (out / "_config.yml").write_text(yaml.safe_dump(config_for(language, out), allow_unicode=True,
                                                         sort_keys=False), encoding="utf-8")
         cmd += ["--config", str(out / "_config.yml"), "--path-output", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

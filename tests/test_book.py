@@ -517,3 +517,14 @@ def test_the_chinese_sidebar_names_its_parts_in_chinese(built_book):
         captions = re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">([^<]+)', html)
         assert len(captions) >= 8, captions
         assert all(CJK.search(c) for c in captions), f"{page}: captions in English: {captions}"
+
+
+@pytest.mark.browser
+def test_the_chinese_search_finds_chinese_terms(built_book):
+    """The Chinese edition's search cuts Chinese into words (jieba, with the glossary's terms as its
+    dictionary, scripts/build_book.py): a glossary term finds the chapter that builds it."""
+    with _playwright_page(built_book) as (page, base):
+        for query, chapter in (("束搜索", "10_decoding"), ("多头注意力", "03_multi_head"), ("掩码", "05_masking")):
+            page.goto(f"{base}/zh/search.html?q={query}")
+            page.wait_for_function(f"""Array.from(document.querySelectorAll('#search-results li a'))
+                .some(a => a.getAttribute('href').includes('{chapter}'))""", timeout=30_000)
