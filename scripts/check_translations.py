@@ -160,8 +160,11 @@ def update_glued(path: Path = GLUED) -> tuple[int, int]:
         kept = old.get(text)
         catalogue.add(text, kept.string if kept else "", auto_comments=where,
                       flags=kept.flags if kept else ())
-    with path.open("wb") as f:
-        write_po(f, catalogue, width=0, omit_header=False)
+    same = {m.id: (m.string, m.auto_comments) for m in catalogue if m.id} == \
+        {k: (m.string, m.auto_comments) for k, m in old.items()}
+    if not same:                     # unchanged: leave the file (and its date) alone
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=0, omit_header=False)
     return len(set(words) - set(old)), len(set(old) - set(words))
 
 
