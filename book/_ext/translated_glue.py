@@ -15,9 +15,8 @@ Numbers alone are never in that catalogue: they are the same in every language.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from babel.messages.pofile import read_po
 from docutils import nodes
