@@ -119,29 +119,25 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
     return quotes
 
 
-GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::[^`]*)?`")   # {glue}`key`, {glue:text}`key:fmt`
+GLUE_TEXT_ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def glued_words(root: Path = ROOT) -> dict[str, list[str]]:
-    """{text: ["page key", ...]} of every glued value that the prose shows as text and that holds a
-    word: the text as the page shows it (the stored repr without its quotes)."""
+    """{text: ["page key", ...]} of every `{glue:text}` value that holds a word, as the page shows it
+    (MyST-NB's own formatter, through the runner editions' `Glue`)."""
+    import nbformat
+    sys.path.insert(0, str(Path(__file__).parent))
+    from make_notebooks import Glue
     found: dict[str, list[str]] = {}
-    for nb in sorted((root / "chapters").glob("*.ipynb")):
-        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        values = {}
-        for c in cells:
-            for o in c.get("outputs", []) if c["cell_type"] == "code" else []:
-                book = o.get("metadata", {}).get("scrapbook")
-                text = book and o.get("data", {}).get(book["mime_prefix"] + "text/plain")
-                if text is not None:
-                    text = "".join(text) if isinstance(text, list) else text
-                    values[book["name"]] = text[1:-1] if text[:1] == text[-1:] and text[:1] in "'\"" else text
-        prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-        for key in dict.fromkeys(GLUE_ROLE.findall(prose)):
-            text = values.get(key)
-            if text is not None and WORD.search(text):
-                found.setdefault(text, []).append(f"{nb.stem} {key}")
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        glue = Glue(nb, path)
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        for body in dict.fromkeys(GLUE_TEXT_ROLE.findall(prose)):
+            text = glue.text(body)
+            if WORD.search(text):
+                found.setdefault(text, []).append(f"{path.stem} {body}")
     return found
 
 

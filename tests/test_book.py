@@ -413,9 +413,9 @@ def _pages(edition: str) -> list[str]:
 
 
 def _switch(html: str) -> str | None:
-    found = re.search(r"btn-language-switch[^>]*>|onclick=\"window\.location\.href='([^']+)'[^\"]*\"[^>]*btn-language-switch", html)
-    onclick = re.findall(r"onclick=\"window\.location\.href='([^']+)'\+window\.location\.hash\"\s+class=\"[^\"]*btn-language-switch", html)
-    return onclick[0] if found and onclick else None
+    """The URL the page's language button opens (None: no button)."""
+    found = re.search(r"onclick=\"window\.location\.href='([^']+)'\+window\.location\.hash\"\s+class=\"[^\"]*btn-language-switch", html)
+    return found.group(1) if found else None
 
 
 @pytest.mark.book
