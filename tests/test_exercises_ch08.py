@@ -41,7 +41,7 @@ DROPOUT_MISTAKES = [
     (_dropout(mask="shared"), "every row got the same mask"),
     (_dropout(mask="rows"), "each row is dropped or kept as a whole"),
     (_dropout(fixed=True), "two calls gave the same mask"),
-    (_dropout(inplace=True), "changed its input in place"),
+    (_dropout(inplace=True), "changed its argument x in place"),
     (_dropout(p_one="nan"), "with p=1 your dropout gives NaN"),
 ]
 

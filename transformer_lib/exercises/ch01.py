@@ -5,13 +5,15 @@
 # %% auto #0
 __all__ = ['ex2', 'ex3']
 
-# %% ../../chapters/01_qkv_attention.ipynb #752a0ce6
+# %% ../../chapters/01_qkv_attention.ipynb #5aa1d1d1
 import math
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
-from . import Exercise, Forbidden, Mistake, argument_order, call, expect_tensor, expect_close
+from . import (Exercise, Forbidden, Fresh, Mistake, argument_order, call, describe,
+                                       expect_close, expect_tensor)
 from ..attention import attention
 
 
@@ -20,64 +22,83 @@ def _same(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5) -> bool:
     return got.shape == want.shape and torch.allclose(got.double(), want.double(), atol=atol, rtol=0, equal_nan=True)
 
 
+_SOFTMAX_OPS = {"aten::_softmax": "PyTorch's softmax", "aten::softmax": "PyTorch's softmax",
+                "aten::_safe_softmax": "PyTorch's softmax", "aten::_log_softmax": "PyTorch's log-softmax",
+                "aten::log_softmax": "PyTorch's log-softmax", "aten::_sparse_softmax": "PyTorch's sparse softmax",
+                "aten::_sparse_log_softmax": "PyTorch's sparse log-softmax",
+                "aten::special_softmax": "PyTorch's softmax"}
+
+
 def _no_softmax() -> Forbidden:
-    """Exercise 2 writes the softmax itself: PyTorch's softmax (and log-softmax), under every name, is forbidden."""
+    """Exercise 2 writes the softmax itself: PyTorch's softmax (and log-softmax) is forbidden under every
+    name, and at the operator level, whatever door leads to it (F.softmin, nn.Softmin, sparse softmax ...)."""
     names = {torch.softmax: "torch.softmax", F.softmax: "torch.nn.functional.softmax",
              torch.Tensor.softmax: "Tensor.softmax", torch.special.softmax: "torch.special.softmax",
              torch._softmax: "torch._softmax", torch.log_softmax: "torch.log_softmax",
              F.log_softmax: "torch.nn.functional.log_softmax", torch.Tensor.log_softmax: "Tensor.log_softmax",
              torch.special.log_softmax: "torch.special.log_softmax"}
-    return Forbidden(names, why="write it from torch.exp, a maximum and a sum")
+    return Forbidden(names, ops=_SOFTMAX_OPS, why="write it from torch.exp, a maximum and a sum")
 
 
-def _softmax(answer, s: torch.Tensor):
-    return call(answer, s, what="your softmax", forbidden=_no_softmax())
+def _softmax(answer, s: torch.Tensor, what: str):
+    return expect_tensor(call(answer, s, what="your softmax", forbidden=_no_softmax()), s.shape, what=what,
+                         dtype=s.dtype)
+
+
+def _square_mistake(out: torch.Tensor, s: torch.Tensor) -> str:
+    """The sentence for a softmax that is wrong on the square matrix `s`."""
+    if _same(out, torch.softmax(s, dim=0)):
+        return "your softmax normalises over the wrong axis: each row (the last axis, dim=-1) must sum to 1"
+    if _same(out, torch.softmax(s - s.max(-1).values, dim=-1)):
+        return ("you took the maximum without keepdim=True, so row j's maximum was subtracted from column j; "
+                "use s.max(dim=-1, keepdim=True).values")
+    if _same(out, torch.log_softmax(s, dim=-1)):
+        return ("you returned the logarithm of the softmax, s - max - log(sum(exp(s - max))): return the "
+                "exponentials divided by their row's sum")
+    if abs(out.double().sum().item() - 1) < 1e-5 and _same(out / out.sum(-1, keepdim=True), torch.softmax(s, -1)):
+        return "you divided by the sum over the whole tensor: each row is divided by its own sum, sum(dim=-1, keepdim=True)"
+    if not torch.allclose(out.double().sum(-1), torch.ones(s.shape[0], dtype=torch.float64), atol=1e-5):
+        return "the rows of your softmax do not sum to 1: divide the exponentials by their row's sum"
+    return (f"your softmax differs from exp(s) / sum(exp(s)) over the last axis, although its rows sum to 1 "
+            f"(on s = {describe(s)})")
 
 
 def _check_softmax(answer) -> None:
-    g = torch.Generator().manual_seed(1)
-    s = 3 * torch.randn(4, 4, generator=g)                                      # (L_q, L_k), square
-    out = expect_tensor(_softmax(answer, s.clone()), s.shape, what="your softmax's output")
+    draw = Fresh()
+    n = draw.int(3, 6)
+    s = 3 * draw.randn(n, n)                                                    # (L_q, L_k), square, drawn anew
+    out = _softmax(answer, s, "your softmax's output")
     if not _same(out, torch.softmax(s, dim=-1)):
-        if _same(out, torch.softmax(s, dim=0)):
-            raise Mistake("your softmax normalises over the wrong axis: each row (the last axis, dim=-1) must sum to 1")
-        if _same(out, torch.softmax(s - s.max(-1).values, dim=-1)):
-            raise Mistake("you took the maximum without keepdim=True, so row j's maximum was subtracted from "
-                          "column j; use s.max(dim=-1, keepdim=True).values")
-        if _same(out, torch.log_softmax(s, dim=-1)):
-            raise Mistake("you returned the logarithm of the softmax, s - max - log(sum(exp(s - max))): return "
-                          "the exponentials divided by their row's sum")
-        if abs(out.double().sum().item() - 1) < 1e-5 and _same(out / out.sum(-1, keepdim=True), torch.softmax(s, -1)):
-            raise Mistake("you divided by the sum over the whole tensor: each row is divided by its own sum, "
-                          "sum(dim=-1, keepdim=True)")
-        if not torch.allclose(out.sum(-1), torch.ones(4), atol=1e-5):
-            raise Mistake("the rows of your softmax do not sum to 1: divide the exponentials by their row's sum")
-        raise Mistake("your softmax differs from exp(s) / sum(exp(s)) over the last axis, although its rows sum to 1")
-    s = 3 * torch.randn(2, 3, 5, generator=g)                                   # (B, L_q, L_k)
-    expect_close(expect_tensor(_softmax(answer, s), s.shape, what="your softmax of a (2, 3, 5) batch"),
-                 torch.softmax(s, dim=-1), message="your softmax is right for a square matrix but wrong for a "
-                 "(2, 3, 5) batch of scores: it must work over the last axis of any shape")
+        raise Mistake(_square_mistake(out, s))
+    B, Lq, Lk = draw.ints(3, 2, 7)                                              # (B, L_q, L_k), all different
+    s = 3 * draw.randn(B, Lq, Lk)
+    expect_close(_softmax(answer, s, f"your softmax of a {tuple(s.shape)} batch"), torch.softmax(s, dim=-1),
+                 message=f"your softmax is right for a square matrix but wrong for a {tuple(s.shape)} batch of "
+                 f"scores: it must work over the last axis of any shape")
+    s = draw.randn(Lq, Lk, dtype=torch.float64)                                 # float64 in, float64 out
+    expect_close(_softmax(answer, s, "your softmax of float64 scores"), torch.softmax(s, dim=-1),
+                 message="your softmax is wrong for float64 scores")
     v = torch.tensor([1.0, 2.0, 3.0])                                           # one row, 1-D
-    expect_close(expect_tensor(_softmax(answer, v), (3,), what="your softmax of a 1-D row"),
-                 torch.softmax(v, dim=-1), message="your softmax of the 1-D row (1, 2, 3) is wrong: it must "
-                 "work on any number of dimensions, over the last one")
+    expect_close(_softmax(answer, v, "your softmax of a 1-D row"), torch.softmax(v, dim=-1),
+                 message="your softmax of the 1-D row (1, 2, 3) is wrong: it must work on any number of "
+                 "dimensions, over the last one")
     big = torch.tensor([[1000.0, 999.0, 998.0]])                               # would overflow exp()
-    out = _softmax(answer, big)
+    out = call(answer, big, what="your softmax", forbidden=_no_softmax())
     if isinstance(out, torch.Tensor) and out.shape == big.shape and not torch.isfinite(out[0]).all():
         raise Mistake("your softmax overflows: exp(1000) is inf in float32; subtract each row's maximum first")
-    expect_close(expect_tensor(out, big.shape, what="your softmax of scores near 1000"), torch.softmax(big, dim=-1),
-                 message="your softmax is wrong for scores near 1000")
+    expect_close(expect_tensor(out, big.shape, what="your softmax of scores near 1000", dtype=big.dtype),
+                 torch.softmax(big, dim=-1), message="your softmax is wrong for scores near 1000")
     apart = torch.tensor([[1000.0, 999.0], [-1000.0, -1001.0]])                 # rows far apart from each other
-    out = _softmax(answer, apart)
+    out = call(answer, apart, what="your softmax", forbidden=_no_softmax())
     if isinstance(out, torch.Tensor) and out.shape == apart.shape and not torch.isfinite(out[1]).all():
         raise Mistake("you subtracted one maximum for the whole tensor: the row near -1000 underflows to 0/0; "
                       "subtract each row's own maximum")
-    expect_close(expect_tensor(out, apart.shape, what="your softmax of rows near +1000 and -1000"),
+    expect_close(expect_tensor(out, apart.shape, what="your softmax of rows near +1000 and -1000", dtype=apart.dtype),
                  torch.softmax(apart, dim=-1), message="your softmax is wrong for a row near -1000")
     masked = torch.tensor([[0.5, float("-inf"), 2.0, float("-inf")]])           # masked scores are -inf
-    expect_close(expect_tensor(_softmax(answer, masked), masked.shape, what="your softmax of a row with -inf scores"),
-                 torch.softmax(masked, dim=-1), message="a score of -inf must get weight exactly 0, the others "
-                 "sum to 1: your softmax gets the row (0.5, -inf, 2, -inf) wrong")
+    expect_close(_softmax(answer, masked, "your softmax of a row with -inf scores"), torch.softmax(masked, dim=-1),
+                 message="a score of -inf must get weight exactly 0, the others sum to 1: your softmax gets the "
+                 "row (0.5, -inf, 2, -inf) wrong")
 
 
 ex2 = Exercise("01", 2, "a softmax that cannot overflow", _check_softmax,
@@ -93,11 +114,19 @@ def _scores_softmax(q, k, v, scale, mask=None, fill=float("-inf"), dim=-1):
     return torch.softmax(s, dim=dim) @ v
 
 
+_SDPA_OPS = {f"aten::{op}": "PyTorch's fused attention" for op in (
+    "scaled_dot_product_attention", "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
+    "_native_multi_head_attention", "_safe_softmax")}
+
+
 def _no_library() -> Forbidden:
-    """Exercise 3 writes attention itself: PyTorch's fused attention and the library's are forbidden."""
+    """Exercise 3 writes attention itself: PyTorch's fused attention, under any name and at the operator
+    level, and the library's are forbidden."""
     return Forbidden({F.scaled_dot_product_attention: "F.scaled_dot_product_attention",
                       F.multi_head_attention_forward: "F.multi_head_attention_forward"},
-                     python={attention: "transformer_lib.attention"},
+                     python={attention: "transformer_lib.attention"}, ops=_SDPA_OPS,
                      why="write the matrix form yourself, softmax(q kᵀ / √d_k) v")
 
 
@@ -118,67 +147,80 @@ def _swapped(answer, q, k, v) -> None:
         raise Mistake(said)
 
 
-def _check_attention(answer) -> None:
-    g = torch.Generator().manual_seed(0)
-    q, k, v = torch.randn(3, 4, generator=g), torch.randn(5, 4, generator=g), torch.randn(5, 2, generator=g)
+def _scale_mistake(out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Optional[str]:
+    """The sentence for an unmasked output computed with a wrong scale or axis, if it is one."""
+    dk, dv = q.shape[-1], v.shape[-1]
+    for want, message in (
+            (_scores_softmax(q, k, v, 1.0), "your scores are not divided by √d_k"),
+            (_scores_softmax(q, k, v, 1 / dk), "you divided the scores by d_k; divide by √d_k"),
+            (_scores_softmax(q, k, v, 2 / dk), "your scale is d_k ** 1/2, which Python reads as (d_k ** 1) / 2 = "
+             "d_k / 2 (** binds tighter than /), right only at d_k = 4: write d_k ** 0.5 or math.sqrt(d_k)"),
+            (_scores_softmax(q, k, v, 1 / math.sqrt(dv)), "you divided by √d_v, the width of the values; divide by "
+             "√d_k, the width of queries and keys"),
+            (_scores_softmax(q, k, v, 1 / math.sqrt(dk), dim=-2), "your softmax runs over the queries (dim=-2); it "
+             "must run over the keys (the last axis)"),
+            (_scores_softmax(q, k, v, 1.0) / math.sqrt(dk), "you divided the weights (after the softmax) by √d_k: "
+             "divide the scores, before it")):
+        if _same(out, want):
+            return message
+    return None
+
+
+def _check_unmasked(answer, draw: Fresh) -> None:
+    """2-D inputs, then (B, h, L, d) ones, all sizes drawn anew (L_q ≠ L_k, d_k ≠ d_v, d_k odd)."""
+    Lq, Lk, dv = draw.ints(3, 2, 8)                                             # all different
+    odd = [d for d in (3, 5, 7, 9) if d != dv]
+    dk = odd[draw.int(0, len(odd) - 1)]                                         # odd: d_k ** 1/2 ≠ √d_v
+    q, k, v = draw.randn(Lq, dk), draw.randn(Lk, dk), draw.randn(Lk, dv)
+    shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     try:
         out, _ = _output(answer, q, k, v)
-        out = expect_tensor(out, (3, 2), what="your output for q (3, 4), k (5, 4), v (5, 2)",
-                            hint={(3, 5): "that is the weights' shape: multiply the weights by v"})
+        out = expect_tensor(out, (Lq, dv), what=f"your output for {shapes}", dtype=q.dtype,
+                            hint={(Lq, Lk): "that is the weights' shape: multiply the weights by v"})
     except Mistake as m:
-        if "forbids" not in str(m) and callable(answer):
+        if "forbids" not in str(m) and "in place" not in str(m) and callable(answer):
             _swapped(answer, q, k, v)
         raise
     if not _same(out, attention(q, k, v)[0]):
-        if _same(out, _scores_softmax(q, k, v, 1.0)):
-            raise Mistake("your scores are not divided by √d_k")
-        if _same(out, _scores_softmax(q, k, v, 1 / 4)):
-            raise Mistake("you divided the scores by d_k; divide by √d_k")
-        if _same(out, _scores_softmax(q, k, v, 1 / math.sqrt(2))):
-            raise Mistake("you divided by √d_v, the width of the values; divide by √d_k, the width of queries and keys")
-        if _same(out, _scores_softmax(q, k, v, 1 / 2, dim=-2)):
-            raise Mistake("your softmax runs over the queries (dim=-2); it must run over the keys (the last axis)")
-        if _same(out, _scores_softmax(q, k, v, 1.0) / 2):
-            raise Mistake("you divided the weights (after the softmax) by √d_k: divide the scores, before it")
         _swapped(answer, q, k, v)
-        raise Mistake("your output differs from softmax(q kᵀ / √d_k) v for q (3, 4), k (5, 4), v (5, 2), and not "
-                      "by a missing or wrong scale, nor a softmax over the wrong axis")
-    B, h, Lq, Lk, dk, dv = 2, 3, 4, 6, 8, 5
-    q, k, v = torch.randn(B, h, Lq, dk, generator=g), torch.randn(B, h, Lk, dk, generator=g), torch.randn(B, h, Lk, dv, generator=g)
+        raise Mistake(_scale_mistake(out, q, k, v) or f"your output differs from softmax(q kᵀ / √d_k) v for "
+                      f"{shapes}, and not by a missing or wrong scale, nor a softmax over the wrong axis")
+    B, h, Lq, Lk = draw.ints(4, 2, 7)
+    q, k, v = draw.randn(B, h, Lq, 8), draw.randn(B, h, Lk, 8), draw.randn(B, h, Lk, 5)
     try:
         out, _ = _output(answer, q, k, v)
     except Mistake as m:
+        if "forbids" in str(m) or "in place" in str(m):
+            raise
         raise Mistake(f"your attention works for 2-D inputs but not with leading dimensions (B, h, L, d_k), where "
                       f"it {str(m).removeprefix('your attention ')}: transpose the last two axes, k.transpose(-2, -1), "
                       f"not k.T") from None
-    if not (isinstance(out, torch.Tensor) and _same(out, attention(q, k, v)[0])):
-        raise Mistake("your attention works for 2-D inputs but not with leading dimensions (B, h, L, d_k): "
-                      "transpose the last two axes, k.transpose(-2, -1), not k.T")
-    mask = torch.rand(B, 1, Lq, Lk, generator=g) > 0.5                          # (B, 1, L_q, L_k)
-    mask[..., 0], mask[..., 1] = True, False                                    # every row: one key allowed, one not
-    out, weights = _output(answer, q, k, v, mask=mask)
-    out = expect_tensor(out, (B, h, Lq, dv), what="your output with a mask")
-    want, want_w = attention(q, k, v, mask=mask)
-    if not _same(out, want):
-        if _same(out, attention(q, k, v)[0]):
-            raise Mistake("your mask is ignored: the masked keys still get weight")
-        if _same(out, attention(q, k, v, mask=~mask)[0]):
-            raise Mistake("your mask is inverted: True means the query MAY attend to that key")
-        if _same(out, _scores_softmax(q, k, v, 1 / math.sqrt(dk), mask, fill=0.0)):
-            raise Mistake("you set the masked scores to 0, not -inf: a score of 0 still gets weight after the softmax")
-        if _same(out, attention(q, k, v)[1].masked_fill(~mask, 0.0) @ v):
-            raise Mistake("you masked after the softmax: the weights of the masked keys are zeroed but the others "
-                          "no longer sum to 1; set the masked scores to -inf before the softmax")
-        raise Mistake("your output with a mask differs from attention(q, k, v, mask=mask), and not by an ignored or "
-                      "inverted mask, nor masked scores set to 0")
-    if weights is not None:
-        if not isinstance(weights, torch.Tensor) or weights.shape != want_w.shape or not _same(weights, want_w):
-            raise Mistake("your output is right but the weights you return are not the ones that mixed the values "
-                          f"(expected a tensor of shape {tuple(want_w.shape)}, each row summing to 1)")
+    out = expect_tensor(out, (B, h, Lq, 5), what=f"your output for q {tuple(q.shape)}", dtype=q.dtype)
+    if not _same(out, attention(q, k, v)[0]):
+        raise Mistake(_scale_mistake(out, q, k, v) or "your attention works for 2-D inputs but not with leading "
+                      "dimensions (B, h, L, d_k): transpose the last two axes, k.transpose(-2, -1), not k.T")
+
+
+def _mask_mistake(out: torch.Tensor, q, k, v, mask) -> str:
+    if _same(out, attention(q, k, v)[0]):
+        return "your mask is ignored: the masked keys still get weight"
+    if _same(out, attention(q, k, v, mask=~mask)[0]):
+        return "your mask is inverted: True means the query MAY attend to that key"
+    if _same(out, _scores_softmax(q, k, v, 1 / math.sqrt(q.shape[-1]), mask, fill=0.0)):
+        return "you set the masked scores to 0, not -inf: a score of 0 still gets weight after the softmax"
+    if _same(out, attention(q, k, v)[1].masked_fill(~mask, 0.0) @ v):
+        return ("you masked after the softmax: the weights of the masked keys are zeroed but the others no longer "
+                "sum to 1; set the masked scores to -inf before the softmax")
+    return ("your output with a mask differs from attention(q, k, v, mask=mask), and not by an ignored or inverted "
+            "mask, nor masked scores set to 0")
+
+
+def _check_fully_masked(answer, q, k, v, mask) -> None:
+    """Query 2 of sequence 0 may attend to no key: all-zero weights and output, never NaN."""
     mask = mask.clone()
-    mask[0, 0, 2] = False                                                       # query 2 of sequence 0: no key allowed
-    out, _ = _output(answer, q, k, v, mask=mask)
-    if isinstance(out, torch.Tensor) and out.shape == (B, h, Lq, dv):
+    mask[0, 0, 2] = False
+    out, weights = _output(answer, q, k, v, mask=mask)
+    if isinstance(out, torch.Tensor) and out.shape == q.shape[:-1] + v.shape[-1:]:
         row = out[0, :, 2]
         if not torch.isfinite(row).all():
             raise Mistake("a query whose keys are all masked gives NaN: give it all-zero weights and an all-zero "
@@ -186,9 +228,38 @@ def _check_attention(answer) -> None:
         if _same(row, v[0].mean(-2)):
             raise Mistake("a query whose keys are all masked gets the mean of the values (a large negative number "
                           "instead of -inf spreads its weight evenly): give it all-zero weights and output")
-    expect_close(expect_tensor(out, (B, h, Lq, dv), what="your output with a fully masked query"),
-                 attention(q, k, v, mask=mask)[0],
+    expect_close(expect_tensor(out, q.shape[:-1] + v.shape[-1:], what="your output with a fully masked query",
+                               dtype=q.dtype), attention(q, k, v, mask=mask)[0],
                  message="your output differs from attention(q, k, v, mask=mask) when one query has no allowed key")
+    if isinstance(weights, torch.Tensor) and weights.shape[-2:] == mask.shape[-2:]:
+        row = weights[0, :, 2]
+        if not torch.isfinite(row).all():
+            raise Mistake("your output is right, but the weights you return for a query whose keys are all masked "
+                          "are NaN: set them to 0 (masked_fill after the softmax), as transformer_lib.attention does")
+        if not _same(weights, attention(q, k, v, mask=mask)[1]):
+            raise Mistake("your output is right, but the weights you return for a query whose keys are all masked "
+                          "are not all 0")
+
+
+def _check_attention(answer) -> None:
+    draw = Fresh()
+    _check_unmasked(answer, draw)
+    B, h, Lq, Lk = draw.ints(4, 3, 8)
+    dk, dv = draw.ints(2, 2, 9)
+    q, k, v = draw.randn(B, h, Lq, dk), draw.randn(B, h, Lk, dk), draw.randn(B, h, Lk, dv)
+    mask = draw.rand(B, 1, Lq, Lk) > 0.5                                        # (B, 1, L_q, L_k)
+    mask[..., 0], mask[..., 1] = True, False                                    # every row: one key allowed, one not
+    out, weights = _output(answer, q, k, v, mask=mask)
+    out = expect_tensor(out, (B, h, Lq, dv), what=f"your output with a mask of shape {tuple(mask.shape)}",
+                        dtype=q.dtype)
+    want, want_w = attention(q, k, v, mask=mask)
+    if not _same(out, want):
+        raise Mistake(_mask_mistake(out, q, k, v, mask))
+    if weights is not None:
+        if not isinstance(weights, torch.Tensor) or weights.shape != want_w.shape or not _same(weights, want_w):
+            raise Mistake("your output is right but the weights you return are not the ones that mixed the values "
+                          f"(expected a tensor of shape {tuple(want_w.shape)}, each row summing to 1)")
+    _check_fully_masked(answer, q, k, v, mask)
 
 
 ex3 = Exercise("01", 3, "attention with a mask, written by you", _check_attention,
