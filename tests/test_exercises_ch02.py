@@ -107,3 +107,24 @@ def test_ex3_raises_and_wrong_type():
     assert not v.ok and "raised IndexError" in v.message
     v = _verdict(ch02.ex3, lambda w: w.abs())                                # a tensor, not a number
     assert not v.ok and "should be a finite number" in v.message
+
+
+# ---- the examples: NumPy scalars are numbers; a table of the check's own cases fails ------
+
+def test_numpy_scalars_are_numbers():
+    import numpy as np
+    assert _verdict(ch02.ex1, lambda d_k, sigma: np.float64(1 / (sigma**2 * math.sqrt(d_k)))).ok
+    assert _verdict(ch02.ex2, lambda d_k: np.float32(1 / d_k)).ok
+    assert _verdict(ch02.ex3, lambda w: np.float64(w.abs().sum().item())).ok
+    assert _verdict(ch02.ex3, lambda w: w.abs().sum().numpy()).ok              # a 0-d NumPy array too
+
+
+def test_a_table_of_the_checks_own_cases_fails():
+    seen = {}
+    assert ch02.ex1.check(lambda d_k, sigma: seen.setdefault((d_k, sigma), 1 / (sigma**2 * math.sqrt(d_k)))).ok
+    v = _verdict(ch02.ex1, lambda d_k, sigma: seen.get((d_k, sigma), 1.0))
+    assert not v.ok and "expected" in v.message, v.message
+    widths = []
+    assert ch02.ex2.check(lambda d_k: widths.append(d_k) or 1 / d_k).ok
+    v = _verdict(ch02.ex2, lambda d_k: 1 / d_k if d_k in widths else 0.5)
+    assert not v.ok and "expected" in v.message, v.message

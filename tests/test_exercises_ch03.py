@@ -120,3 +120,14 @@ def test_ex4_raises_wrong_type_wrong_shape():
     assert not v.ok and "should be a torch.Tensor; got list" in v.message
     v = _verdict(ch03.ex4, lambda: good_mask(5))
     assert not v.ok and "raised TypeError" in v.message
+
+
+def test_a_table_of_the_checks_own_cases_fails():
+    """Issue: a table of 03.2's fixed cases passed; one case is now drawn anew at every call."""
+    table = {(5, 16, 4): good_flops(5, 16, 4), (3, 32, 8): good_flops(3, 32, 8), (16, 8, 2): good_flops(16, 8, 2),
+             (7, 8, 1): good_flops(7, 8, 1)}
+    v = ch03.ex2.check(lambda L, d, h: table.get((L, d, h), 0))
+    assert not v.ok and "PyTorch counts" in v.message, v.message
+    import numpy as np
+    assert ch03.ex2.check(lambda L, d, h: np.int64(good_flops(L, d, h))).ok          # a NumPy integer is a number
+    assert not ch03.ex3.check(lambda d: {512: 1024, 1024: 2048, 64: 128}.get(d, 0)).ok

@@ -74,3 +74,22 @@ def test_ex3_wrong_type_gets_a_sentence():
     assert "should be a finite number" in _verdict(ch04.ex3, "5000").message
     assert "should be a finite number" in _verdict(ch04.ex3, None).message
     assert "should be a finite number" in _verdict(ch04.ex3, lambda: 5000).message
+
+
+def test_ex3_window_excludes_the_norms_added():
+    """Issue: 4902, from adding the norms instead of their squares, fell inside the old ±3% window."""
+    import math
+    added = next(w for w in range(2, 20000, 2) if math.sqrt(w / 2) / (w + math.sqrt(w / 2)) < 0.01)
+    assert added == 4902
+    v = ch04.ex3.check(added)
+    assert not v.ok and "adding the norms" in v.message and "Pythagoras" in v.message, v.message
+    import numpy as np
+    assert ch04.ex3.check(np.int64(5000)).ok and ch04.ex3.check(5000.0).ok
+    assert "does fall below 1%" in ch04.ex3.check(np.float64("inf")).message
+
+
+def test_ex1_a_table_of_the_checks_own_cases_fails():
+    import math
+    table = {(i, d): 2 * math.pi * 10000 ** (2 * i / d) for i, d in ((128, 512), (255, 512), (0, 512), (3, 8), (10, 64), (0, 2))}
+    v = ch04.ex1.check(lambda i, d: table.get((i, d), 1.0))
+    assert not v.ok and "repeats every" in v.message, v.message

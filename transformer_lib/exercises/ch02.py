@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['ex1', 'ex2', 'ex3']
 
-# %% ../../chapters/02_scaling.ipynb #754866b1
+# %% ../../chapters/02_scaling.ipynb #17045089
 import math
 
 import torch
 
-from . import Exercise, Mistake, call, expect_number
+from . import Exercise, Fresh, Mistake, call, expect_number
 
 _CASES = ((64, 2.0), (16, 0.5), (256, 3.0), (4, 1.0))      # (d_k, sigma): sigma = 1 last, where σ-mistakes hide
 
@@ -27,7 +27,9 @@ def _measured_variance(d_k: int, sigma: float, scale: float) -> float:
 
 
 def _check_unit_scale(answer) -> None:
-    for d_k, sigma in _CASES:
+    draw = Fresh()                                           # two cases drawn anew at every call, before σ = 1
+    fresh = tuple((draw.int(2, 2048), round(draw.float(0.3, 3.0), 3)) for _ in range(2))
+    for d_k, sigma in _CASES[:3] + fresh + _CASES[3:]:
         got = expect_number(call(answer, d_k, sigma, what="your unit_scale"), what=f"unit_scale({d_k}, {sigma})")
         want = 1 / (sigma**2 * math.sqrt(d_k))
         if _near(got, want):
@@ -56,7 +58,8 @@ ex1 = Exercise("02", 1, "the scale for components of variance σ²", _check_unit
 
 
 def _check_var_over_dk(answer) -> None:
-    for d_k in (64, 4, 1024, 1):
+    draw = Fresh()
+    for d_k in (64, 4, 1024, draw.int(2, 4096), draw.int(2, 4096), 1):           # two widths drawn anew
         got = expect_number(call(answer, d_k, what="your var_over_dk"), what=f"var_over_dk({d_k})")
         want = 1 / d_k
         if _near(got, want):
@@ -78,9 +81,10 @@ ex2 = Exercise("02", 2, "the variance of q·k / d_k", _check_var_over_dk,
 
 
 def _check_additive_bound(answer) -> None:
-    g = torch.Generator().manual_seed(0)
-    for w in (torch.tensor([0.5, -2.0, 1.0]), torch.randn(8, generator=g), torch.tensor([-1.0, -1.0]), torch.tensor([3.0])):
-        got = expect_number(call(answer, w.clone(), what="your additive_bound"), what="your bound")
+    draw = Fresh()
+    for w in (torch.tensor([0.5, -2.0, 1.0]), draw.randn(draw.int(4, 12)), torch.tensor([-1.0, -1.0]),
+              torch.tensor([3.0]), draw.randn(draw.int(2, 6)) * 3):            # two vectors drawn anew
+        got = expect_number(call(answer, w, what="your additive_bound"), what="your bound")
         want = float(w.abs().sum())
         if _near(got, want):
             continue

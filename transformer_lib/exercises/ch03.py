@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['ex2', 'ex3', 'ex4']
 
-# %% ../../chapters/03_multi_head.ipynb #ff4a68de
+# %% ../../chapters/03_multi_head.ipynb #c426bfbd
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import Exercise, Mistake, call, expect_number
+from . import Exercise, Fresh, Mistake, call, expect_number
 from ..masks import causal_mask
 from ..multihead import MultiHeadAttention
 
@@ -25,7 +25,10 @@ def _counted_flops(L: int, d_model: int, n_heads: int) -> int:
 
 
 def _check_flops(answer) -> None:
-    for L, d, h in ((5, 16, 4), (3, 32, 8), (16, 8, 2), (7, 8, 1)):      # h = 1 last: there head mistakes hide
+    draw = Fresh()
+    h = (2, 4, 8)[draw.int(0, 2)]                                       # one case drawn anew at every call
+    fresh = ((draw.int(2, 24), h * draw.int(2, 8), h),)
+    for L, d, h in ((5, 16, 4), (3, 32, 8), (16, 8, 2)) + fresh + ((7, 8, 1),):   # h = 1 last: head mistakes hide
         got = expect_number(call(answer, L, d, h, what="your mha_flops"), what=f"mha_flops({L}, {d}, {h})")
         want = _counted_flops(L, d, h)
         if got == want:
@@ -56,7 +59,7 @@ ex2 = Exercise("03", 2, "the FLOPs of one multi-head attention layer", _check_fl
 
 
 def _check_half_length(answer) -> None:
-    widths = (512, 1024, 64)
+    widths = (512, 1024, 64, 8 * Fresh().int(2, 512))                   # the last drawn anew at every call
     answers = [expect_number(call(answer, d, what="your half_length"), what=f"half_length({d})") for d in widths]
     if len(set(answers)) == 1:
         raise Mistake(f"you return {answers[0]:g} for every d_model; the length grows with the width: solve "
@@ -81,7 +84,7 @@ ex3 = Exercise("03", 3, "the length at which the L² terms are half of the FLOPs
 
 
 def _check_torch_causal(answer) -> None:
-    for L in (5, 1, 8):
+    for L in (5, 1, 8, Fresh().int(2, 40)):                             # the last drawn anew at every call
         got = call(answer, L, what="your torch_causal_mask")
         if not isinstance(got, torch.Tensor):
             raise Mistake(f"your mask should be a torch.Tensor; got {type(got).__name__}")

@@ -5,11 +5,12 @@
 # %% auto #0
 __all__ = ['ex1', 'ex3']
 
-# %% ../../chapters/04_positional_encoding.ipynb #b57af965
+# %% ../../chapters/04_positional_encoding.ipynb #09812304
 import math
+import numbers
 from typing import Any, Callable
 
-from . import Exercise, Mistake, call, expect_number
+from . import Exercise, Fresh, Mistake, call, expect_number
 from ..positional import sinusoidal_positional_encoding
 
 
@@ -35,7 +36,9 @@ def _check_wavelength(answer: Callable[[int, int], Any]) -> None:
         ("you counted the pairs from 1: the first pair is i = 0, and its wavelength is 2π",
          lambda i, d: 2 * math.pi * 10000 ** (2 * (i + 1) / d)),
     )
-    for i, d in ((128, 512), (255, 512), (0, 512), (3, 8), (10, 64), (0, 2)):
+    draw = Fresh()
+    d = 2 * draw.int(2, 512)                              # one pair of one width drawn anew at every call
+    for i, d in ((128, 512), (255, 512), (0, 512), (3, 8), (10, 64), (draw.int(1, d // 2 - 1), d), (0, 2)):
         got = expect_number(call(answer, i, d, what="your wavelength"), what=f"wavelength({i}, {d})")
         want = _table_wavelength(i, d)
         if math.isclose(got, want, rel_tol=1e-4):
@@ -53,14 +56,18 @@ ex1 = Exercise("04", 1, "the wavelength of a column pair", _check_wavelength,
 
 
 def _check_width(answer: Any) -> None:
-    if isinstance(answer, float) and math.isinf(answer):
+    if isinstance(answer, numbers.Real) and not isinstance(answer, bool) and math.isinf(answer):
         raise Mistake("the share does fall below 1%: it would stay constant if the token vector grew like "
                       "√d_model, but with N(0, 1) entries |e| is already √d_model, and times √d_model it is "
                       "about d_model, while |PE| = √(d_model/2)")
     got = expect_number(answer, what="your width")
     share = lambda d: 1 / math.sqrt(2 * d + 1)            # |PE| / |√d e + PE| = √(d/2) / √(d² + d/2)
-    if 0.97 * 5000 <= got <= 1.03 * 5000:                 # the smallest even width with share < 1%: 5000
+    if 0.99 * 5000 <= got <= 1.01 * 5000:                 # the smallest even width with share < 1%: 5000
         return
+    if 4890 <= got <= 4915:                               # √(d/2) / (d + √(d/2)) < 1% from 4902 on
+        raise Mistake(f"{got:g} comes from adding the norms, |√d e| + |PE|; √d e and PE are nearly orthogonal, "
+                      f"so their squared norms add (Pythagoras): |√d e + PE| = √(d² + d/2), and the share is "
+                      f"1/√(2 d_model + 1)")
     if 0.97 * 50 <= got <= 1.03 * 50:
         raise Mistake("50 is where the position's share of the squared norm (the energy) falls below 1%; "
                       "the share of the norm is its square root, 1/√(2 d_model + 1)")

@@ -5,13 +5,13 @@
 # %% auto #0
 __all__ = ['ex1', 'ex2', 'ex4']
 
-# %% ../../chapters/04b_relative_positions.ipynb #2b80dc25
+# %% ../../chapters/04b_relative_positions.ipynb #adeab666
 import math
 from typing import Any, Callable
 
 import torch
 
-from . import Exercise, Mistake, call, expect_tensor
+from . import Exercise, Fresh, Mistake, call, expect_tensor
 from ..positional import RotaryEmbedding, sinusoidal_positional_encoding
 
 
@@ -50,8 +50,14 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
 _CASES = ((3, 8), (1, 64), (50, 16), (0, 8), (1000, 4), (7, 2))   # (k, d_model): k = 0 is the identity
 
 
+def _cases() -> tuple[tuple[int, int], ...]:
+    """The named cases, then one offset and width drawn anew at every call."""
+    draw = Fresh()
+    return _CASES + ((draw.int(1, 2000), 2 * draw.int(1, 32)),)
+
+
 def _check_sines_first(answer: Callable[[int, int], Any]) -> None:
-    for k, d in _CASES:
+    for k, d in _cases():
         got = _matrix(answer, k, d, "sines_first_shift")
         c, s = _blocks(k, d)
         P, M = _halves(d), _interleaved(c, s)
@@ -81,7 +87,7 @@ ex1 = Exercise("4b", 1, "the shift matrix for the sines-first layout", _check_si
 
 
 def _check_shift_back(answer: Callable[[int, int], Any]) -> None:
-    for k, d in _CASES:
+    for k, d in _cases():
         got = _matrix(answer, k, d, "shift_back")
         c, s = _blocks(k, d)
         M = _interleaved(c, s)
@@ -112,9 +118,10 @@ ex2 = Exercise("4b", 2, "the matrix of a shift backwards", _check_shift_back,
 
 
 def _check_rope_score(answer: Callable[..., Any]) -> None:
-    g = torch.Generator().manual_seed(4)
-    for d, m, n in ((8, 5, 2), (16, 3, 11), (8, 0, 7), (4, 9, 9), (2, 40, 1)):
-        q, k = torch.randn(d, generator=g), torch.randn(d, generator=g)
+    draw = Fresh()                                        # vectors, and one case, drawn anew at every call
+    fresh = ((2 * draw.int(1, 16), draw.int(0, 60), draw.int(0, 60)),)
+    for d, m, n in ((8, 5, 2), (16, 3, 11), (8, 0, 7), (4, 9, 9), (2, 40, 1)) + fresh:
+        q, k = draw.randn(d), draw.randn(d)
         got = call(answer, q.clone(), k.clone(), m, n, what="your rope_score")
         if not isinstance(got, (torch.Tensor, complex)) and hasattr(got, "item"):   # a NumPy scalar
             got = got.item()

@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['ex1', 'ex4']
 
-# %% ../../chapters/05_masking.ipynb #ba66c738
+# %% ../../chapters/05_masking.ipynb #58e8ad5f
 from typing import Any, Callable
 
 import torch
 
-from . import Exercise, Mistake, call, expect_tensor
+from . import Exercise, Fresh, Mistake, call, expect_tensor
 from ..masks import causal_mask
 
 
@@ -27,7 +27,9 @@ def _first_difference(got: torch.Tensor, want: torch.Tensor, L: int, P: int) -> 
 
 
 def _check_prefix_lm(answer: Callable[[int, int], Any]) -> None:
-    for L, P in ((5, 3), (6, 2), (4, 4), (4, 0), (5, 1), (1, 1), (1, 0)):
+    draw = Fresh()
+    L = draw.int(2, 12)                                       # one case drawn anew at every call
+    for L, P in ((5, 3), (6, 2), (4, 4), (4, 0), (5, 1), (L, draw.int(0, L)), (1, 1), (1, 0)):
         out = call(answer, L, P, what="your prefix_lm_mask")
         if isinstance(out, torch.Tensor) and out.dtype != torch.bool:
             raise Mistake(f"your mask is {out.dtype}; the library's masks are torch.bool, True where a "
