@@ -152,3 +152,41 @@ def test_ex6_broken_answers_get_a_sentence():
     assert "should be a torch.Tensor" in ch06.ex6.check(lambda x, s, n, d, f: None).message
     assert "has shape" in ch06.ex6.check(lambda x, s, n, d, f: x[0]).message
     assert "differs from" in ch06.ex6.check(lambda x, s, n, d, f: x * 0.5).message
+
+
+# ---- the examples: PyTorch's layer norm by any door, in-place changes, dtypes, fresh inputs --
+
+import torch.nn.functional as F  # noqa: E402
+
+LAYER_NORM_DOORS = {
+    "F.layer_norm": (lambda x, g, b, eps: F.layer_norm(x, x.shape[-1:], g, b, eps), "calls F.layer_norm"),
+    "torch.layer_norm": (lambda x, g, b, eps: torch.layer_norm(x, x.shape[-1:], g, b, eps), "calls torch.layer_norm"),
+    "nn.LayerNorm": (lambda x, g, b, eps: torch.nn.LayerNorm(x.shape[-1], eps=eps, elementwise_affine=False,
+                                                            dtype=x.dtype)(x) * g + b, "calls F.layer_norm"),
+    "aten.native_layer_norm": (lambda x, g, b, eps: torch.ops.aten.native_layer_norm(x, x.shape[-1:], g, b, eps)[0],
+                               "torch.ops.aten.native_layer_norm (PyTorch's layer norm)"),
+}
+
+
+@pytest.mark.parametrize("name", LAYER_NORM_DOORS)
+def test_ex5_bans_layer_norm_by_any_door(name):
+    fn, words = LAYER_NORM_DOORS[name]
+    v = ch06.ex5.check(fn)
+    assert not v.ok and words in v.message and "which this exercise forbids" in v.message, v.message
+
+
+def test_ex5_in_place_dtype_and_fresh_inputs():
+    def in_place(x, gamma, beta, eps):
+        x -= x.mean(-1, keepdim=True)
+        return gamma * x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) + beta
+    v = ch06.ex5.check(in_place)
+    assert not v.ok and "changed its argument x in place" in v.message, v.message
+    v = ch06.ex5.check(lambda x, g, b, eps: _ln()(x.double(), g.double(), b.double(), eps) if x.dtype == torch.float32
+                       else _ln()(x, g, b, eps))
+    assert not v.ok and "is float64; keep the input's dtype (float32)" in v.message, v.message
+    v = ch06.ex5.check(lambda x, g, b, eps: _ln()(x, g, b, eps).float())
+    assert not v.ok and "is float32; keep the input's dtype (float64)" in v.message, v.message
+    widths = set()
+    for _ in range(4):
+        assert ch06.ex5.check(lambda x, g, b, eps: widths.add(x.shape) or _ln()(x, g, b, eps)).ok
+    assert len(widths) > 6                                           # shapes drawn anew at every call
