@@ -7,6 +7,7 @@ epoch; its step asks the device for no value (no host sync); the precision a car
 from __future__ import annotations
 
 import collections
+import math
 
 import pytest
 import torch
@@ -15,8 +16,9 @@ import torch.nn.functional as F
 from benchmarks._common import OpCounter
 import transformer_lib.training.hardware as hardware
 import transformer_lib.training.loop as loop
-from transformer_lib.training import (TrainConfig, bucket_batches, bucket_widths, chunked_cross_entropy,
-                                      native_bf16, resolve_precision, resolve_step_path, toy_translation_data)
+from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, bucket_widths,
+                                      chunked_cross_entropy, native_bf16, plan_step, resolve_precision,
+                                      resolve_step_path, toy_translation_data)
 
 SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item")     # .item(), float(), bool(), int() of a tensor
 
@@ -95,16 +97,14 @@ def test_bucket_widths_and_bad_input():
 def _run_steps(path: str, n: int = 3) -> tuple[collections.Counter, int]:
     cfg = TrainConfig.from_preset("tiny", device="cpu", step_path=path, bf16=False)
     data = toy_translation_data(n_train=200)
-    run = loop._start(cfg, data, None, False)
-    epoch = loop._prepare_epoch(data, 0, run, cfg.pad_to_multiple, run.buckets)
-    window = loop._Window(run.device)
+    run = TrainingRun(cfg, data)
     syncs = []
     real_sync = torch.cuda.synchronize
     torch.cuda.synchronize = lambda *a, **k: syncs.append(1)        # counted, never called on a CPU
     try:
         with OpCounter() as c:
             for _ in range(n):
-                loop._step(run, run.model, epoch, data, window, None)
+                run.step()
     finally:
         torch.cuda.synchronize = real_sync
     return c.calls, len(syncs)
@@ -158,20 +158,62 @@ def test_precision_on_a_cpu_is_never_fp16(monkeypatch):
     assert resolve_precision(False, "cpu") == "fp32"
 
 
-def test_the_fp16_step_scales_the_loss_and_still_learns(monkeypatch):
+def test_the_fp16_step_scales_the_loss_and_still_learns():
     """The float16 path (a card without native bf16), run on a CPU: scaler, fused Adam, no host sync."""
-    monkeypatch.setattr(loop, "_AMP_DTYPES", {"bf16": torch.bfloat16, "fp16": torch.float16})
-    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path="gpu", bf16=False)
-    data = toy_translation_data(n_train=200)
-    run = loop._start(cfg, data, None, False)
-    run.precision, run.scaler = "fp16", torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
-    epoch = loop._prepare_epoch(data, 0, run, 1, True)
-    window = loop._Window(run.device)
+    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path="gpu", precision="fp16")
+    run = TrainingRun(cfg, toy_translation_data(n_train=200))
+    assert run.plan.precision == "fp16" and run.state.scaler.is_enabled()
+    run.state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
     with OpCounter() as c:
-        for _ in range(len(epoch.batches)):
-            loop._step(run, run.model, epoch, data, window, None)
+        for _ in range(len(run.epoch.step_targets)):
+            run.step()
     assert not any(c.calls[op] for op in SYNC_OPS)
-    assert run.scaler.get_scale() > 0 and torch.isfinite(window.loss)
+    assert run.state.scaler.get_scale() > 0 and torch.isfinite(run.window.loss)
+
+
+def test_steps_the_fp16_scaler_skips_are_counted_not_taken_for_divergence(tmp_path, monkeypatch):
+    """A scale far too large at the start overflows the fp16 gradients: the scaler skips those steps
+    (by design, as in the first steps of any fp16 run) and the run goes on to its end."""
+    real_init = torch.amp.GradScaler.__init__
+    monkeypatch.setattr(torch.amp.GradScaler, "__init__",
+                        lambda self, *a, **k: real_init(self, *a, **{**k, "init_scale": 2.0 ** 40}))
+    from transformer_lib.training import read_metrics, run_training
+    for path in ("cpu", "gpu"):
+        cfg = TrainConfig.from_preset("tiny", device="cpu", step_path=path, precision="fp16", steps=60,
+                                      log_every=10)
+        _, s = run_training(cfg, toy_translation_data(n_train=300), tmp_path / path, progress=False, final_eval=())
+        train = [r for r in read_metrics(tmp_path / path) if r["kind"] == "train"]
+        assert s["stopped_by"] == "steps" and s["steps"] == 60 and s["precision"] == "fp16"
+        assert s["skipped_steps"] == sum(r["skipped_steps"] for r in train) > 0
+        assert train[0]["skipped_steps"] > 0 and train[-1]["skipped_steps"] == 0   # the scale settles
+        assert all(math.isfinite(r["grad_norm_max"]) and math.isfinite(r["loss"]) for r in train)
+        assert train[-1]["loss_scale"] < 2.0 ** 40 and train[-1]["loss"] < train[0]["loss"]
+
+
+def test_a_collapsed_fp16_scale_is_divergence(tmp_path, monkeypatch):
+    """Divergence is a non-finite loss, or a gradient scale that fell below a floor."""
+    from transformer_lib.training import MIN_LOSS_SCALE, run_training
+    real_init = torch.amp.GradScaler.__init__
+    monkeypatch.setattr(torch.amp.GradScaler, "__init__",
+                        lambda self, *a, **k: real_init(self, *a, **{**k, "init_scale": MIN_LOSS_SCALE / 4}))
+    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path="gpu", precision="fp16", steps=20, log_every=5)
+    with pytest.raises(FloatingPointError, match="fp16 gradient scale fell to"):
+        run_training(cfg, toy_translation_data(n_train=300), tmp_path, progress=False, final_eval=())
+
+
+def test_one_plan_for_the_step():
+    cpu = plan_step(TrainConfig.from_preset("tiny", device="cpu", bf16=False), "cpu")
+    assert (cpu.path, cpu.precision, cpu.counted_only, cpu.chunked_loss, cpu.buckets, cpu.compile) == \
+        ("cpu", "fp32", True, True, False, None)
+    assert not cpu.grad_scaler().is_enabled() and cpu.amp_dtype is None
+    gpu = plan_step(TrainConfig.from_preset("tiny", step_path="gpu", precision="fp16", compile="eager"), "cpu", 2)
+    assert (gpu.path, gpu.counted_only, gpu.chunked_loss, gpu.check_every_step, gpu.buckets, gpu.compile) == \
+        ("gpu", False, False, False, True, "eager")
+    assert gpu.grad_scaler().is_enabled() and gpu.amp_dtype == torch.float16 and gpu.world == 2 and gpu.summed
+    with pytest.raises(ValueError, match="contradicts"):
+        TrainConfig(bf16=True, precision="fp32")
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="fp8")
 
 
 def test_gpu_check_smoke_runs_every_phase(tmp_path):

@@ -7,16 +7,18 @@ with exact resumption, and sacreBLEU."""
 # %% auto #0
 __all__ = []
 
-# %% ../../chapters/11b_training.ipynb #4c392982
+# %% ../../chapters/11b_training.ipynb #bf4944cd
 # transformer_lib.training: one module per job, in the order this chapter builds them
-from . import checkpoints, config, datasets, evaluation, hardware, loop, objective
+from . import checkpoints, config, datasets, evaluation, hardware, loop, objective, plan, state
 from .objective import *     # Adam, the warm-up schedule, label smoothing
 from .config import *        # TrainConfig and its presets
 from .datasets import *      # TrainingData: the toy task and Multi30k
 from .evaluation import *    # translating, BLEU and chrF, the validation loss
 from .hardware import *      # the machine: bf16, FLOPs, a description
+from .plan import *          # the step's plan: every CPU/GPU choice, made once
 from .checkpoints import *   # metrics log, checkpoints, averaging
+from .state import *         # a run's state, saved and restored whole
 from .loop import *          # run_training
 
-__all__ = [name for module in (objective, config, datasets, evaluation, hardware, checkpoints, loop)
+__all__ = [name for module in (objective, config, datasets, evaluation, hardware, plan, checkpoints, state, loop)
            for name in module.__all__]

@@ -5,25 +5,18 @@
 # %% auto #0
 __all__ = ['read_metrics', 'load_checkpoint', 'average_state_dicts']
 
-# %% ../../chapters/11b_training.ipynb #5480c380
+# %% ../../chapters/11b_training.ipynb #62d414fb
 import json
 import os
 import random
-from collections import deque
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 from torch import Tensor
 
 from ..model import Transformer, TransformerConfig
-from .config import TrainConfig
-from .datasets import TrainingData
-from .hardware import resolve_precision, resolve_step_path
-from .objective import make_optimizer, make_scheduler
 
 
 class _Metrics:
@@ -117,7 +110,7 @@ def load_checkpoint(path: Union[str, Path], device: Union[str, torch.device, Non
     model.load_state_dict(ck["model"])
     return model.eval()
 
-# %% ../../chapters/11b_training.ipynb #3929b8c2
+# %% ../../chapters/11b_training.ipynb #a5e4c35e
 def average_state_dicts(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
     """The parameter-wise mean of several state dicts of one model: checkpoint averaging (§6.1).
 
@@ -154,85 +147,7 @@ def average_state_dicts(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor
     return out
 
 
-def _cpu_state(model: nn.Module) -> dict[str, Tensor]:
-    """A snapshot of the weights, copied to the CPU (so the device's memory is not held)."""
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-
-# %% ../../chapters/11b_training.ipynb #4e043e47
-class _Run:
-    """The state of one training run that a checkpoint must hold to resume it exactly."""
-
-    def __init__(self, cfg: TrainConfig, data: TrainingData, device: torch.device, rank: int, world: int):
-        _seed_everything(cfg.seed)                                  # same initial weights on every rank
-        self.cfg, self.device, self.rank, self.world = cfg, device, rank, world
-        self.mcfg = cfg.model_config(data.vocab_size, data.pad_id)
-        self.model = Transformer(self.mcfg).to(device)
-        self.model.validate_args = False     # batches are checked on the CPU side: no device syncs
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = make_optimizer(self.model, fused=True)     # one kernel for the whole update
-        self.scheduler = make_scheduler(self.optimizer, self.mcfg.d_model, cfg.warmup_steps, cfg.lr_scale)
-        self.st: dict[str, Any] = {"step": 0, "epoch": 0, "batch_index": 0, "tokens": 0, "flops": 0.0,
-                                   "train_time_s": 0.0}
-        self.snapshots: deque[tuple[int, dict[str, Tensor]]] = deque(maxlen=cfg.average_last)
-        self.best: Optional[tuple[int, float, dict[str, Tensor]]] = None   # (step, val BLEU, weights)
-        self.path = resolve_step_path(cfg.step_path, device)        # "cpu" or "gpu": which step
-        self.precision = resolve_precision(cfg.bf16, device)        # "bf16", "fp16" or "fp32"
-        self.scaler = torch.amp.GradScaler(device.type) if self.precision == "fp16" else None
-        # bounded shapes (`bucket_batches`): as `bucket_shapes` says, else on the GPU's path in one process
-        if cfg.bucket_shapes and world > 1:
-            raise ValueError("`bucket_shapes=True` needs one process: each process would get its own "
-                             "number of batches")
-        self.buckets = self.path == "gpu" and world == 1 if cfg.bucket_shapes is None else cfg.bucket_shapes
-
-    def lr(self) -> float:
-        """The learning rate of the last step."""
-        return float(self.scheduler.get_last_lr()[0])
-
-    def save(self, path: Optional[Path]) -> None:
-        """Write `path` (rank 0) with everything `restore` needs; every rank's RNG states."""
-        rngs: list[Any] = [None] * self.world
-        if self.world > 1:
-            dist.all_gather_object(rngs, _rng_state())
-        else:
-            rngs = [_rng_state()]
-        if self.rank == 0 and path is not None:
-            _save_checkpoint(path, {
-                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "state": dict(self.st), "rng": rngs,
-                "snapshots": list(self.snapshots), "best": self.best,
-                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
-                "config": asdict(self.cfg), "model_config": asdict(self.mcfg), "world_size": self.world})
-
-    def restore(self, path: Path) -> None:
-        """Load what `save` wrote into this run: it continues as if it had never stopped."""
-        if not path.exists():
-            raise FileNotFoundError(f"cannot resume: no checkpoint at {path}")
-        ck = torch.load(path, map_location=self.device, weights_only=True)
-        if ck["model_config"] != asdict(self.mcfg):
-            raise ValueError(f"cannot resume: the checkpoint's model {ck['model_config']} differs "
-                             f"from this configuration's {asdict(self.mcfg)}")
-        self.model.load_state_dict(ck["model"])
-        self.optimizer.load_state_dict(ck["optimizer"])
-        self.scheduler.load_state_dict(ck["scheduler"])
-        if self.scaler is not None and ck.get("scaler"):
-            self.scaler.load_state_dict(ck["scaler"])
-        self.st.update(ck["state"])
-        self.snapshots.extend((int(s), {k: v.cpu() for k, v in w.items()}) for s, w in ck.get("snapshots", []))
-        best = ck.get("best")
-        self.best = None if best is None else (int(best[0]), float(best[1]), {k: v.cpu() for k, v in best[2].items()})
-        rngs = ck["rng"]
-        _set_rng_state(rngs[self.rank] if len(rngs) == self.world else rngs[0])
-
-    def snapshot(self) -> None:
-        self.snapshots.append((self.st["step"], _cpu_state(self.model)))
-
-    def to_average(self) -> list[tuple[int, dict[str, Tensor]]]:
-        """The snapshots to average at the end: the last `average_last`, the final weights included."""
-        snaps = list(self.snapshots)
-        if not snaps or snaps[-1][0] != self.st["step"]:
-            snaps.append((self.st["step"], _cpu_state(self.model)))
-        return snaps[-self.cfg.average_last:]
-
-    def note_validation(self, rec: dict[str, Any]) -> None:
-        if "val_bleu" in rec and (self.best is None or rec["val_bleu"] > self.best[1]):
-            self.best = (self.st["step"], rec["val_bleu"], _cpu_state(self.model))
+def _state_copy(model: nn.Module) -> dict[str, Tensor]:
+    """A snapshot of the weights, copied on their device: on a GPU the copy is queued like any
+    kernel, and the host does not wait for it."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}

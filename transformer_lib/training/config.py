@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TrainConfig']
 
-# %% ../../chapters/11b_training.ipynb #e1be8fe5
+# %% ../../chapters/11b_training.ipynb #cb12f021
 import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional, Union
@@ -58,13 +58,17 @@ class TrainConfig:
     # runtime
     device: str = "auto"             # "auto": CUDA when available, else CPU
     bf16: Union[bool, str] = "auto"  # bf16 autocast: True, False, or "auto" (see resolve_bf16)
-    compile: bool = False            # torch.compile the model
+    compile: Union[bool, str] = False  # torch.compile the model: True (inductor), or a backend's name
     fast_dropout: bool = True        # on a CPU, dropout masks from 16-bit draws (chapter 8)
     num_threads: Optional[int] = None  # CPU threads (None: PyTorch's default)
     # "cpu": the CPU's tricks (chunked loss, 16-bit dropout masks, counted rows, a host check per
     # step); "gpu": plain PyTorch, the loss in one piece, no host sync in a step; "auto": by device
     step_path: str = "auto"
     bucket_shapes: Optional[bool] = None  # batches from a fixed set of (B, S, T) shapes (None: the gpu path's)
+    precision: str = "auto"          # "bf16", "fp16" (with a gradient scaler) or "fp32"; "auto": as `bf16` decides
+    accumulate: int = 1              # micro-batches per optimiser step (gradient accumulation)
+    dist_timeout_s: float = 600.0    # several processes: how long a collective may wait before it fails
+    final_checkpoint: bool = True    # write checkpoint.pt (the whole state, for --resume) at the end
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, str):
@@ -72,7 +76,7 @@ class TrainConfig:
         if not isinstance(self.model, TransformerConfig):
             raise TypeError(f"`model` must be a TransformerConfig, got {type(self.model).__name__}")
         for name in ("max_tokens", "pad_to_multiple", "steps", "warmup_steps", "log_every",
-                     "eval_every", "average_last"):
+                     "eval_every", "average_last", "accumulate"):
             check_positive(name, getattr(self, name))
         for name in ("max_sentence_tokens", "num_threads", "max_epochs", "snapshot_every",
                      "checkpoint_every", "eval_bleu_sentences"):
@@ -81,16 +85,21 @@ class TrainConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"`seed` must be an int >= 0, got {self.seed!r}")
         check_dropout(self.label_smoothing, "label_smoothing")
-        for name in ("lr_scale", "clip_grad_norm", "time_budget_s"):
+        for name in ("lr_scale", "clip_grad_norm", "time_budget_s", "dist_timeout_s"):
             value = getattr(self, name)
-            if value is None and name != "lr_scale":
+            if value is None and name not in ("lr_scale", "dist_timeout_s"):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-                raise ValueError(f"`{name}` must be a finite number > 0{' or None' if name != 'lr_scale' else ''}, "
+                optional = name not in ("lr_scale", "dist_timeout_s")
+                raise ValueError(f"`{name}` must be a finite number > 0{' or None' if optional else ''}, "
                                  f"got {value!r}")
-        for name in ("compile", "fast_dropout"):
+        for name in ("fast_dropout", "final_checkpoint"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"`{name}` must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.compile, (bool, str)) or self.compile == "":
+            raise TypeError(f"`compile` must be a bool or a torch.compile backend's name (\"inductor\", "
+                            f"\"aot_eager\", \"eager\"), got {self.compile!r}")
+        self._check_precision()
         if self.step_path not in ("auto", "cpu", "gpu"):
             raise ValueError(f"`step_path` must be \"auto\", \"cpu\" or \"gpu\", got {self.step_path!r}")
         if self.bucket_shapes is not None and not isinstance(self.bucket_shapes, bool):
@@ -105,6 +114,13 @@ class TrainConfig:
             except RuntimeError:
                 raise ValueError(f"`device` must be \"auto\" or a torch device such as \"cpu\" or "
                                  f"\"cuda:0\", got {self.device!r}") from None
+
+    def _check_precision(self) -> None:
+        if self.precision not in ("auto", "bf16", "fp16", "fp32"):
+            raise ValueError(f"`precision` must be \"auto\", \"bf16\", \"fp16\" or \"fp32\", got {self.precision!r}")
+        if self.precision != "auto" and isinstance(self.bf16, bool) and self.bf16 != (self.precision == "bf16"):
+            raise ValueError(f"`bf16={self.bf16}` contradicts `precision={self.precision!r}`: set one of them "
+                             f"(`precision` decides when it is not \"auto\")")
 
     @classmethod
     def preset_names(cls) -> list[str]:
@@ -188,5 +204,5 @@ _PRESETS: dict[str, dict[str, Any]] = {
     "base": dict(model=dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
                             max_len=256),
                  max_tokens=50000, steps=100_000, warmup_steps=4000, lr_scale=1.0, log_every=50,
-                 eval_every=1000, checkpoint_every=2000, pad_to_multiple=8),
+                 eval_every=1000, checkpoint_every=2000, pad_to_multiple=8, final_checkpoint=False),
 }

@@ -122,11 +122,25 @@ def toy_translation_data(n_train: int = 2000, n_val: int = 64, n_test: int = 64,
                         encode_src=_toy_encode, decode_tgt=_toy_decode, val_pairs=val_pairs,
                         test_pairs=test_pairs, name="toy: reversed number words")
 
-# %% ../../chapters/11b_training.ipynb #1afb194a
-def _epoch_batches(batcher: Any, epoch: int) -> list[_Pair]:
-    """This rank's batches of one epoch, padded once, when the epoch starts."""
+# %% ../../chapters/11b_training.ipynb #9e8ac38f
+def _padded_rows(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
+    """Every row in one `(N, L)` tensor right-padded with `pad_id`, and the rows' lengths `(N,)`:
+    built once, so that a batch is one indexing operation, not a loop over its sentences."""
+    lens = torch.tensor([len(r) for r in rows])                                 # (N,)
+    out = torch.full((len(rows), int(lens.max())), pad_id, dtype=torch.long)   # (N, L)
+    out[torch.arange(out.shape[1]) < lens[:, None]] = torch.tensor([t for r in rows for t in r])
+    return out, lens
+
+
+def _epoch_batches(batcher: Any, table: tuple[Tensor, Tensor, Tensor, Tensor], epoch: int) -> list[_Pair]:
+    """This rank's batches of one epoch, cut from the padded table of all pairs when the epoch starts."""
     batcher.set_epoch(epoch)
-    return [(b.src, b.tgt) for b in (batcher.collate(idx) for idx in batcher.batch_indices())]
+    src, s_len, tgt, t_len = table
+    out = []
+    for idx in batcher.batch_indices():
+        i = torch.tensor(idx)                                               # (B,)
+        out.append((src[i, :int(s_len[i].max())], tgt[i, :int(t_len[i].max())]))   # (B, S), (B, T)
+    return out
 
 
 def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
@@ -171,12 +185,16 @@ def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
     val_ids = [(s[:cfg.model.max_len - 2], t[:cfg.model.max_len - 2]) for s, t in encode_pairs(val_pairs)]
     val_batcher = TokenBatches(val_ids, cfg.max_tokens, shuffle=False, rank=0, world_size=1)
     batchers: dict[tuple[int, int], Any] = {}
+    table: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
 
     def train_batches(epoch: int, rank: int = 0, world_size: int = 1) -> Sequence[_Pair]:
         if (rank, world_size) not in batchers:
             batchers[rank, world_size] = TokenBatches(train_ids, cfg.max_tokens, seed=cfg.seed,
                                                       rank=rank, world_size=world_size)
-        return _epoch_batches(batchers[rank, world_size], epoch)
+        b = batchers[rank, world_size]
+        if not table:                                    # every pair padded once, with its specials
+            table.append((*_padded_rows(b.src, b.pad_id), *_padded_rows(b.tgt, b.pad_id)))
+        return _epoch_batches(b, table[0], epoch)
 
     limit_note = f", both sides <= {cfg.max_sentence_tokens} tokens" if cfg.max_sentence_tokens else ""
     return TrainingData(

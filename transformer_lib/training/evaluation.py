@@ -114,10 +114,11 @@ def translation_scores(hypotheses: Sequence[str], references: Sequence[str]) -> 
         out["signatures"][name] = str(metric.get_signature())
     return out
 
-# %% ../../chapters/11b_training.ipynb #682e338b
+# %% ../../chapters/11b_training.ipynb #90b2415a
 @torch.no_grad()
-def _eval_losses(model: nn.Module, batches: Sequence[_Pair], pad_id: int, label_smoothing: float,
-                 amp: bool) -> tuple[float, float]:
+def _eval_sums(model: nn.Module, batches: Sequence[_Pair], pad_id: int, label_smoothing: float,
+               amp: bool) -> tuple[float, float, int]:
+    """The smoothed loss and the NLL summed over the counted target tokens of `batches`, and their count."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -135,7 +136,7 @@ def _eval_losses(model: nn.Module, batches: Sequence[_Pair], pad_id: int, label_
             count += int((labels != pad_id).sum())
     finally:
         model.train(was_training)
-    return smoothed / max(count, 1), nll / max(count, 1)
+    return smoothed, nll, count
 
 
 def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
@@ -153,4 +154,5 @@ def evaluate_loss(model: nn.Module, batches: Sequence[_Pair], pad_id: int,
     Returns:
         The loss averaged over all real target tokens.
     """
-    return _eval_losses(model, batches, pad_id, label_smoothing, amp)[0]
+    smoothed, _, count = _eval_sums(model, batches, pad_id, label_smoothing, amp)
+    return smoothed / max(count, 1)

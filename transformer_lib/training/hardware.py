@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ONEDNN_CACHE_ENV', 'BF16_ENV', 'hardware_info', 'native_bf16', 'keep_freed_memory', 'resolve_bf16', 'resolve_precision', 'resolve_step_path', 'train_flops']
 
-# %% ../../chapters/11b_training.ipynb #90b12d13
+# %% ../../chapters/11b_training.ipynb #9feb4e7e
 import ctypes
 import os
 import platform
