@@ -7,8 +7,15 @@ from transformer_lib.exercises import ch07
 from transformer_lib.masks import teacher_forcing
 
 
+def _tf(tgt, bos, eos, pad):
+    """Teacher forcing written out (the chapter's solution): the library's own is forbidden to answers."""
+    pad_col = torch.full((tgt.shape[0], 1), pad, dtype=tgt.dtype)
+    lengths = (tgt != pad).sum(dim=1, keepdim=True)
+    return torch.cat([torch.full_like(pad_col, bos), tgt], 1), torch.cat([tgt, pad_col], 1).scatter(1, lengths, eos)
+
+
 def _right_shift(tgt, bos, eos, pad):
-    return teacher_forcing(tgt, bos, eos, pad)
+    return _tf(tgt, bos, eos, pad)
 
 
 def _pad_col(tgt, value):
@@ -16,16 +23,16 @@ def _pad_col(tgt, value):
 
 
 SHIFT_MISTAKES = [
-    (lambda t, b, e, p: (teacher_forcing(t, b, e, p)[1], teacher_forcing(t, b, e, p)[1]), "not shifted right"),
-    (lambda t, b, e, p: (torch.cat([t, _pad_col(t, p)], 1), teacher_forcing(t, b, e, p)[1]), "not shifted right"),
-    (lambda t, b, e, p: (torch.cat([_pad_col(t, p), t], 1), teacher_forcing(t, b, e, p)[1]), "starts with the padding id"),
-    (lambda t, b, e, p: (teacher_forcing(t, b, e, p)[0], teacher_forcing(t, b, e, p)[0]), "labels are the decoder input"),
-    (lambda t, b, e, p: (teacher_forcing(t, b, e, p)[0], torch.cat([t, _pad_col(t, p)], 1)), "labels have no <eos>"),
-    (lambda t, b, e, p: (teacher_forcing(t, b, e, p)[0], torch.cat([t, _pad_col(t, e)], 1)), "at the end of the row"),
-    (lambda t, b, e, p: (torch.cat([_pad_col(t, b), t, _pad_col(t, e)], 1), teacher_forcing(t, b, e, p)[1]),
+    (lambda t, b, e, p: (_tf(t, b, e, p)[1], _tf(t, b, e, p)[1]), "not shifted right"),
+    (lambda t, b, e, p: (torch.cat([t, _pad_col(t, p)], 1), _tf(t, b, e, p)[1]), "not shifted right"),
+    (lambda t, b, e, p: (torch.cat([_pad_col(t, p), t], 1), _tf(t, b, e, p)[1]), "starts with the padding id"),
+    (lambda t, b, e, p: (_tf(t, b, e, p)[0], _tf(t, b, e, p)[0]), "labels are the decoder input"),
+    (lambda t, b, e, p: (_tf(t, b, e, p)[0], torch.cat([t, _pad_col(t, p)], 1)), "labels have no <eos>"),
+    (lambda t, b, e, p: (_tf(t, b, e, p)[0], torch.cat([t, _pad_col(t, e)], 1)), "at the end of the row"),
+    (lambda t, b, e, p: (torch.cat([_pad_col(t, b), t, _pad_col(t, e)], 1), _tf(t, b, e, p)[1]),
      "<eos> is never fed"),
     (lambda t, b, e, p: (torch.cat([_pad_col(t, b), t[:, :-1]], 1), t), "one longer than the target"),
-    (lambda t, b, e, p: tuple(x.float() for x in teacher_forcing(t, b, e, p)), "keep the target's dtype"),
+    (lambda t, b, e, p: tuple(x.float() for x in _tf(t, b, e, p)), "keep the target's dtype"),
 ]
 
 
@@ -45,7 +52,7 @@ def test_ex5_broken_answers_get_a_sentence():
     assert "should return a pair" in ch07.ex5.check(lambda t, b, e, p: t).message
     assert "should be a torch.Tensor" in ch07.ex5.check(lambda t, b, e, p: (t.tolist(), t)).message
     assert "should be <bos> followed by" in ch07.ex5.check(
-        lambda t, b, e, p: (teacher_forcing(t, b, e, p)[0] * 0, teacher_forcing(t, b, e, p)[1])).message
+        lambda t, b, e, p: (_tf(t, b, e, p)[0] * 0, _tf(t, b, e, p)[1])).message
 
 
 def _norm(layer, which, d):
@@ -129,7 +136,7 @@ def test_ex6_queries_from_memory_with_other_lengths():
 def test_ex6_arguments_in_another_order_are_named(order):
     def swapped(layer, *args):                                     # its parameters after `layer` are in `order`
         got = dict(zip(order, args))
-        return layer(got["x"], got["memory"], got["tgt_mask"], got["memory_mask"])
+        return _layer()(layer, got["x"], got["memory"], got["tgt_mask"], got["memory_mask"])
     v = ch07.ex6.check(swapped)
     assert not v.ok, v.message
     if order[2:] == ("memory_mask", "tgt_mask"):                    # with T == S this is the swapped-masks mistake
@@ -150,3 +157,59 @@ def test_ex6_leaves_the_random_state_alone():
     torch.manual_seed(123)
     ch07.ex6.check(_layer())
     assert torch.equal(torch.rand(3), want)
+
+
+# ---- the issue's examples: the library's answer, fresh special ids, F.pad's 0, in-place changes -----
+
+def test_ex5_bans_teacher_forcing_and_names_it():
+    v = ch07.ex5.check(lambda t, b, e, p: teacher_forcing(t, b, e, p))
+    assert not v.ok and "calls transformer_lib.teacher_forcing (the library's answer to this exercise)" in v.message, v.message
+    v = ch07.ex5.check(teacher_forcing)
+    assert not v.ok and "which this exercise forbids" in v.message, v.message
+
+
+def test_ex5_special_ids_are_drawn_anew():
+    hard_coded = lambda t, b, e, p: _tf(t, 1, 2, 0)
+    v = ch07.ex5.check(hard_coded)
+    assert not v.ok, "ids hard-coded as 1/2/0 must fail"
+    ids = set()
+    for _ in range(3):
+        assert ch07.ex5.check(lambda t, b, e, p: ids.add((b, e, p)) or _tf(t, b, e, p)).ok
+    assert len(ids) > 1
+
+
+def test_ex5_f_pad_pads_with_zero_not_pad_id():
+    def with_f_pad(t, b, e, p):
+        dec = torch.cat([torch.full((t.shape[0], 1), b, dtype=t.dtype), t], 1)
+        lengths = (t != p).sum(1, keepdim=True)
+        return dec, F.pad(t, (0, 1)).scatter(1, lengths, e)
+    for _ in range(5):                                   # pad_id 0 is drawn now and then: then it is right
+        v = ch07.ex5.check(with_f_pad)
+        if not v.ok:
+            break
+    assert not v.ok and "not with pad_id" in v.message and "F.pad" in v.message, v.message
+
+
+def test_ex5_in_place():
+    def in_place(t, b, e, p):
+        dec, lab = _tf(t.clone(), b, e, p)
+        t[t == p] = 0 if p else 1
+        return dec, lab
+    v = ch07.ex5.check(in_place)
+    assert not v.ok and "changed its argument t in place" in v.message, v.message
+
+
+def test_ex6_bans_the_layer_itself_and_names_float64():
+    v = ch07.ex6.check(lambda layer, x, memory, tgt_mask, memory_mask: layer(x, memory, tgt_mask, memory_mask))
+    assert not v.ok and "calls layer(x, memory, ...) (DecoderLayer's own forward pass)" in v.message, v.message
+    v = ch07.ex6.check(lambda layer, x, memory, tgt_mask, memory_mask: layer.forward(x, memory, tgt_mask, memory_mask))
+    assert not v.ok and "which this exercise forbids" in v.message, v.message
+    v = ch07.ex6.check(lambda *a: _layer()(*a).double())
+    assert not v.ok and "is float64; keep the input's dtype (float32)" in v.message, v.message
+
+    def in_place(layer, x, memory, tgt_mask, memory_mask):
+        out = _layer()(layer, x, memory, tgt_mask, memory_mask)
+        memory.zero_()
+        return out
+    v = ch07.ex6.check(in_place)
+    assert not v.ok and "changed its argument memory in place" in v.message, v.message

@@ -5,30 +5,52 @@
 # %% auto #0
 __all__ = ['ex5', 'ex6']
 
-# %% ../../chapters/07_decoder_cross_attention.ipynb #14fa93f2
+# %% ../../chapters/07_decoder_cross_attention.ipynb #ebb5653c
 import itertools
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
-from . import Exercise, Mistake, argument_order, call, expect_tensor
+from . import Exercise, Forbidden, Fresh, Mistake, argument_order, call, describe, expect_tensor
 from ..masks import causal_mask, padding_mask, target_mask, teacher_forcing
 from ..model import DecoderLayer
 
-_BOS, _EOS, _PAD = 1, 2, 0
+def _no_teacher_forcing() -> Forbidden:
+    """Exercise 5 builds both tensors itself: the library's teacher_forcing is its answer."""
+    return Forbidden({}, python={teacher_forcing: "transformer_lib.teacher_forcing (the library's answer to this "
+                                                  "exercise)"},
+                     why="build the two tensors yourself from torch.cat and the ids")
+
+
+def _shift_case(draw: Fresh) -> tuple[torch.Tensor, int, int, int]:
+    """A target (B, T), B ≠ T, right-padded, one full row, one row of one token; the special ids drawn anew."""
+    bos, eos, pad = draw.ints(3, 0, 9)
+    B, T = draw.ints(2, 3, 7)
+    tgt = torch.randint(10, 50, (B, T), generator=draw.gen)              # real tokens never equal an id
+    lengths = [T, 1] + [draw.int(1, T) for _ in range(B - 2)]
+    for row, n in enumerate(lengths):
+        tgt[row, n:] = pad
+    return tgt, bos, eos, pad
+
+
+def _padding_mistake(got: torch.Tensor, want: torch.Tensor, pad: int, name: str) -> None:
+    """Raise the Mistake for an answer that pads with 0 (F.pad's default) or another id than pad_id."""
+    where = (got != want) & (want == pad)
+    if where.any() and torch.equal(got[~where], want[~where]):
+        raise Mistake(f"your {name} are padded with {int(got[where][0])}, not with pad_id ({pad}): F.pad fills with 0 "
+                      f"unless told value=pad_id; pad with the id you are given")
 
 
 def _check_shift(answer: Callable[..., Any]) -> None:
-    tgt = torch.tensor([[7, 4, 9, 5],                       # a full row: no padding
-                        [8, 3, 0, 0],
-                        [6, 0, 0, 0]])                       # (B=3, T=4), right-padded with 0
+    tgt, _BOS, _EOS, _PAD = _shift_case(Fresh())
     want_in, want_lab = teacher_forcing(tgt, _BOS, _EOS, _PAD)
-    out = call(answer, tgt.clone(), _BOS, _EOS, _PAD, what="your function")
+    out = call(answer, tgt.clone(), _BOS, _EOS, _PAD, what="your function", forbidden=_no_teacher_forcing())
     if not (isinstance(out, tuple) and len(out) == 2):
         raise Mistake(f"your function should return a pair (decoder_input, labels); got {type(out).__name__}")
     dec_in, labels = out
     B, T = tgt.shape
+    case = f"(tgt = {describe(tgt)}, bos_id = {_BOS}, eos_id = {_EOS}, pad_id = {_PAD})"
     shapes: dict[tuple[int, ...], str] = {(B, T): "both are one longer than the target, (B, T + 1): the decoder input gains <bos>, "
                       "the labels gain <eos>",
               (B, T + 2): "the decoder input is <bos> and the target; <eos> is never fed, it is only a label"}
@@ -36,14 +58,15 @@ def _check_shift(answer: Callable[..., Any]) -> None:
         t = expect_tensor(t, (B, T + 1), what=f"your {name}", hint=shapes)
         if t.dtype != tgt.dtype:
             raise Mistake(f"your {name} are {t.dtype}; token ids keep the target's dtype ({tgt.dtype})")
-    pad_col = torch.zeros(B, 1, dtype=tgt.dtype)
+    pad_col = torch.full((B, 1), _PAD, dtype=tgt.dtype)
     if torch.equal(dec_in, want_lab) or torch.equal(dec_in, torch.cat([tgt, pad_col], 1)):
         raise Mistake("your decoder input is not shifted right: position t would read the very token "
                       "it must predict")
     if torch.equal(dec_in, torch.cat([pad_col, tgt], 1)):
         raise Mistake("your decoder input starts with the padding id; it starts with <bos>")
+    _padding_mistake(dec_in, want_in, _PAD, "decoder input")
     if not torch.equal(dec_in, want_in):
-        raise Mistake("your decoder input should be <bos> followed by the target (padding kept at the end)")
+        raise Mistake(f"your decoder input should be <bos> followed by the target (padding kept at the end) {case}")
     if torch.equal(labels, want_in):
         raise Mistake("your labels are the decoder input: the labels are the target itself, followed by <eos>")
     if torch.equal(labels, torch.cat([tgt, pad_col], 1)):
@@ -51,14 +74,15 @@ def _check_shift(answer: Callable[..., Any]) -> None:
     if torch.equal(labels, torch.cat([tgt, torch.full((B, 1), _EOS)], 1)):
         raise Mistake("your <eos> sits at the end of the row, after the padding; it belongs right after "
                       "the last real token")
+    _padding_mistake(labels, want_lab, _PAD, "labels")
     if not torch.equal(labels, want_lab):
-        raise Mistake("your labels should be the target followed by <eos> right after its last real "
-                      "token (then padding)")
+        raise Mistake(f"your labels should be the target followed by <eos> right after its last real "
+                      f"token (then padding) {case}")
 
 
 ex5 = Exercise("07", 5, "the decoder input and the labels", _check_shift,
                "your decoder input is <bos> + target and your labels are target + <eos>, on full and "
-               "padded rows: the same as teacher_forcing.")
+               "padded rows and special ids drawn anew: the same as teacher_forcing, which it does not call.")
 
 
 _SUBLAYERS = ("self-attention", "cross-attention", "FFN")
@@ -168,10 +192,17 @@ def _reference_layer() -> DecoderLayer:
     return layer
 
 
+def _no_layer_call() -> Forbidden:
+    """Exercise 6 writes the layer's forward pass: calling the layer itself, layer(x, memory, ...), is its answer."""
+    return Forbidden({}, python={DecoderLayer.forward: "layer(x, memory, ...) (DecoderLayer's own forward pass)"},
+                     why="call its parts, layer.self_attn, layer.cross_attn, layer.ffn and layer.norm1 … norm3")
+
+
 def _check_decoder_layer(answer: Callable[..., Any]) -> None:
     layer = _reference_layer()
-    g = torch.Generator().manual_seed(77)
-    for T, S in ((6, 6), (5, 7)):                        # S == T first, so that swapped inputs still run
+    draw = Fresh()                                       # lengths and values drawn anew at every call
+    g, T = draw.gen, draw.int(4, 8)
+    for T, S in ((T, T), (T - 1, T + draw.int(1, 3))):   # S == T first, so that swapped inputs still run
         x, memory = torch.randn(2, T, 16, generator=g), torch.randn(2, S, 16, generator=g)
         tgt = torch.tensor([[5] * T, [5] * (T - 2) + [0] * 2])
         src = torch.tensor([[5] * S, [5] * (S - 3) + [0] * 3])
@@ -188,12 +219,12 @@ def _check_decoder_layer(answer: Callable[..., Any]) -> None:
                     raise Mistake(said)
             try:
                 out = call(answer, layer, x.clone(), memory.clone(), tgt_mask, memory_mask,
-                           what="your decoder layer")
-                out = expect_tensor(out, (2, T, 16), what=f"your output (T={T}, S={S})",
+                           what="your decoder layer", forbidden=_no_layer_call())
+                out = expect_tensor(out, (2, T, 16), what=f"your output (T={T}, S={S})", dtype=x.dtype,
                                     hint={(2, S, 16): "one row per source position: the queries must come "
                                                       "from the decoder, not from memory"})
-            except Mistake:
-                if callable(answer):
+            except Mistake as m:
+                if callable(answer) and "forbids" not in str(m) and "in place" not in str(m):
                     swapped()
                 raise
             if torch.allclose(out, want, atol=1e-5):
