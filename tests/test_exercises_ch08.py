@@ -91,3 +91,52 @@ def test_ex5_broken_answers_get_a_sentence():
     assert "raised ZeroDivisionError" in ch08.ex5.check(lambda x, p: 1 / 0).message
     assert "should be a finite number" in ch08.ex5.check(lambda x, p: "0.11").message
     assert "the variance is" in ch08.ex5.check(lambda x, p: 7.0).message
+
+
+# ---- the examples: PyTorch's dropout by any door, 3-D activations, the argument order, dtypes --
+
+DROPOUT_DOORS = {
+    "F.dropout": (lambda x, p, training=True: torch.nn.functional.dropout(x, p, training), "calls F.dropout"),
+    "nn.Dropout": (lambda x, p, training=True: torch.nn.Dropout(p).train(training)(x), "calls F.dropout"),
+    "torch.dropout": (lambda x, p, training=True: torch.dropout(x, p, training), "calls torch.dropout"),
+    "aten.native_dropout": (lambda x, p, training=True: torch.ops.aten.native_dropout(x, p, training)[0],
+                            "torch.ops.aten.native_dropout (PyTorch's dropout)"),
+    "the library's fast_dropout": (lambda x, p, training=True: __import__("transformer_lib").fast_dropout(x, p, training),
+                                   "calls transformer_lib.fast_dropout"),
+}
+
+
+@pytest.mark.parametrize("name", DROPOUT_DOORS)
+def test_ex4_bans_dropout_by_any_door(name):
+    fn, words = DROPOUT_DOORS[name]
+    v = ch08.ex4.check(fn)
+    assert not v.ok and words in v.message and "which this exercise forbids" in v.message, v.message
+
+
+def test_ex4_a_2d_mask_fails_on_3d_activations():
+    def two_d(x, p, training=True):
+        if not training:
+            return x
+        return x * (torch.rand(x.shape[0], x.shape[1]) >= p) / (1 - p)
+    v = ch08.ex4.check(two_d)
+    assert not v.ok and "raised RuntimeError" in v.message and "of shape (" in v.message, v.message
+
+
+def test_ex4_arguments_in_another_order_are_named():
+    right = _dropout()
+    v = ch08.ex4.check(lambda x, training, p: right(x, p, training))
+    assert not v.ok and "in another order, (x, training, p)" in v.message and "my_dropout(x, p, training)" in v.message, v.message
+
+
+def test_ex4_a_numpy_mask_in_float64_is_named_not_a_crash():
+    import numpy as np
+
+    def numpy_mask(x, p, training=True):
+        if not training or p == 0:
+            return x
+        keep = torch.from_numpy((np.random.rand(*x.shape) >= p) / (1 - p))     # float64, as NumPy computes it
+        return x * keep
+    v = ch08.ex4.check(numpy_mask)
+    assert not v.ok and "is float64; keep the input's dtype (float32)" in v.message, v.message
+    import numpy as np
+    assert ch08.ex5.check(lambda x, p: np.float64(p / (1 - p) * x * x)).ok

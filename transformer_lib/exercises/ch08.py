@@ -5,73 +5,123 @@
 # %% auto #0
 __all__ = ['ex4', 'ex5']
 
-# %% ../../chapters/08_dropout.ipynb #5bf86f12
+# %% ../../chapters/08_dropout.ipynb #a86a5580
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 
-from . import Exercise, Mistake, call, expect_number, expect_tensor
+from . import (Exercise, Forbidden, Fresh, Mistake, argument_order, call, expect_number,
+                                       expect_tensor)
+from ..dropout import fast_dropout
+
+
+_DROPOUT_OPS = {"aten::native_dropout": "PyTorch's dropout", "aten::dropout": "PyTorch's dropout",
+                "aten::feature_dropout": "PyTorch's dropout", "aten::alpha_dropout": "PyTorch's alpha dropout",
+                "aten::feature_alpha_dropout": "PyTorch's alpha dropout", "aten::fused_dropout": "PyTorch's dropout",
+                "aten::_fused_dropout": "PyTorch's dropout"}
+
+
+def _no_dropout() -> Forbidden:
+    """Exercise 4 draws the mask itself: PyTorch's dropout (F.dropout, nn.Dropout ...) and the library's are forbidden."""
+    names = {F.dropout: "F.dropout", torch.dropout: "torch.dropout", F.dropout1d: "F.dropout1d",
+             F.dropout2d: "F.dropout2d", F.dropout3d: "F.dropout3d", F.alpha_dropout: "F.alpha_dropout",
+             F.feature_alpha_dropout: "F.feature_alpha_dropout", torch.feature_dropout: "torch.feature_dropout",
+             torch.alpha_dropout: "torch.alpha_dropout", torch.native_dropout: "torch.native_dropout"}
+    return Forbidden(names, python={fast_dropout: "transformer_lib.fast_dropout"}, ops=_DROPOUT_OPS,
+                     why="draw the mask yourself with torch.rand or bernoulli_")
+
+
+def _dropout(answer, x: torch.Tensor, p: float, training: bool, what: str) -> torch.Tensor:
+    return expect_tensor(call(answer, x, p, training, what="your dropout", forbidden=_no_dropout()), x.shape,
+                         what=what, dtype=x.dtype)
+
+
+def _order(answer: Callable[..., Any]) -> None:
+    """Raise the Mistake for an answer that is inverted dropout with its arguments in another order."""
+    x, p = torch.ones(16, 500), 0.3
+
+    def right(out: Any) -> bool:
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            return False
+        dropped = (out == 0).double().mean().item()
+        return abs(dropped - p) < 0.05 and torch.allclose(out[out != 0], torch.full_like(out[out != 0], 1 / (1 - p)))
+    said = argument_order(answer, (x, p, True), ("x", "p", "training"), right, call_as="my_dropout(x, p, training)")
+    if said:
+        raise Mistake(said)
+
+
+def _check_eval(answer: Callable[..., Any], x: torch.Tensor) -> None:
+    for p in (0.1, 0.5):
+        out = _dropout(answer, x, p, False, f"your dropout in eval mode (x of shape {tuple(x.shape)})")
+        if torch.allclose(out, x * (1 - p)):
+            raise Mistake("in eval mode you multiplied by 1 - p: with inverted dropout, eval mode is the identity")
+        if (out == 0).any() and not (x == 0).any():
+            raise Mistake("your dropout drops in eval mode: with training=False it must return x unchanged")
+        if not torch.equal(out, x):
+            raise Mistake("with training=False your dropout must return x unchanged")
+
+
+def _check_training(answer: Callable[..., Any], ones: torch.Tensor) -> None:
+    for p in (0.1, 0.3):
+        out = _dropout(answer, ones, p, True, f"your dropout in training mode (x of shape {tuple(ones.shape)})")
+        dropped = (out == 0).float().mean().item()
+        if abs(dropped - (1 - p)) < 0.02 and abs(dropped - p) > 0.02:
+            raise Mistake(f"you dropped {dropped:.2f} of the entries with p={p}: you used p as the keep "
+                          f"probability; p is the probability of dropping")
+        if dropped < 1e-4:
+            raise Mistake("your dropout drops nothing in training mode")
+        if abs(dropped - p) > 0.02:
+            raise Mistake(f"you dropped {dropped:.2f} of the entries with p={p}; each entry should be "
+                          f"dropped with probability p")
+        kept = out[out != 0]
+        for value, message in ((1.0, "the survivors are not scaled: divide them by 1 - p so that the "
+                                     "expectation stays x"),
+                               (1 - p, "you multiplied the survivors by 1 - p; inverted dropout divides "
+                                       "them by 1 - p"),
+                               (1 / p, "you divided the survivors by p; inverted dropout divides them "
+                                       "by 1 - p, the keep probability")):
+            if torch.allclose(kept, torch.full_like(kept, value)):
+                raise Mistake(message)
+        if not torch.allclose(kept, torch.full_like(kept, 1 / (1 - p))):
+            raise Mistake(f"with p={p} the survivors should all be x / (1 - p) = {1 / (1 - p):.4f}")
+        rows = (out != 0).flatten(0, -2)                                   # (tokens, features)
+        if (rows == rows[0]).all():
+            raise Mistake("every row got the same mask: each element is dropped independently")
+        if (rows == rows[:, :1]).all():
+            raise Mistake("each row is dropped or kept as a whole: each element is dropped independently")
+        again = call(answer, ones, p, True, what="your dropout", forbidden=_no_dropout())
+        if isinstance(again, torch.Tensor) and torch.equal(again, out):
+            raise Mistake("two calls gave the same mask: draw a new one at every call")
+
+
+def _check_dropout_body(answer: Callable[..., Any]) -> None:
+    draw = Fresh()
+    B, L, d = draw.ints(3, 2, 9)                               # 3-D activations (B, L, d), sizes drawn anew
+    x = draw.randn(B, L, d)
+    _check_eval(answer, x)
+    _check_training(answer, torch.ones(B, 256 // B + 1, 1000))
+    out = _dropout(answer, x, 0.0, True, "your dropout with p=0")
+    if not torch.allclose(out, x):
+        raise Mistake("with p=0 nothing is dropped: your dropout must return x")
+    out = call(answer, x, 1.0, True, what="your dropout", forbidden=_no_dropout())
+    if isinstance(out, torch.Tensor) and out.shape == x.shape and not torch.isfinite(out).all():
+        raise Mistake("with p=1 your dropout gives NaN (0 / 0): every entry is dropped, so return zeros")
+    out = expect_tensor(out, x.shape, what="your dropout with p=1", dtype=x.dtype)
+    if not torch.equal(out, torch.zeros_like(x)):
+        raise Mistake("with p=1 every entry is dropped: your dropout must return zeros")
+    x64 = draw.randn(L, d, dtype=torch.float64)                # and float64 stays float64
+    _dropout(answer, x64, 0.5, True, "your dropout of a float64 input")
 
 
 def _check_dropout(answer: Callable[..., Any]) -> None:
     with torch.random.fork_rng():                         # the reader's random state is left as it was
-        torch.manual_seed(8)
-        x = torch.randn(4, 6)
-        for p in (0.1, 0.5):
-            out = expect_tensor(call(answer, x.clone(), p, False, what="your dropout"), x.shape,
-                                what="your dropout in eval mode")
-            if torch.allclose(out, x * (1 - p)):
-                raise Mistake("in eval mode you multiplied by 1 - p: with inverted dropout, eval mode is "
-                              "the identity")
-            if (out == 0).any() and not (x == 0).any():
-                raise Mistake("your dropout drops in eval mode: with training=False it must return x unchanged")
-            if not torch.equal(out, x):
-                raise Mistake("with training=False your dropout must return x unchanged")
-        ones = torch.ones(256, 1000)
-        for p in (0.1, 0.3):
-            before = ones.clone()
-            out = expect_tensor(call(answer, ones, p, True, what="your dropout"), ones.shape,
-                                what="your dropout in training mode")
-            if not torch.equal(ones, before):
-                raise Mistake("your dropout changed its input in place; return a new tensor")
-            dropped = (out == 0).float().mean().item()
-            if abs(dropped - (1 - p)) < 0.02 and abs(dropped - p) > 0.02:
-                raise Mistake(f"you dropped {dropped:.2f} of the entries with p={p}: you used p as the keep "
-                              f"probability; p is the probability of dropping")
-            if dropped < 1e-4:
-                raise Mistake("your dropout drops nothing in training mode")
-            if abs(dropped - p) > 0.02:
-                raise Mistake(f"you dropped {dropped:.2f} of the entries with p={p}; each entry should be "
-                              f"dropped with probability p")
-            kept = out[out != 0]
-            for value, message in ((1.0, "the survivors are not scaled: divide them by 1 - p so that the "
-                                         "expectation stays x"),
-                                   (1 - p, "you multiplied the survivors by 1 - p; inverted dropout divides "
-                                           "them by 1 - p"),
-                                   (1 / p, "you divided the survivors by p; inverted dropout divides them "
-                                           "by 1 - p, the keep probability")):
-                if torch.allclose(kept, torch.full_like(kept, value)):
-                    raise Mistake(message)
-            if not torch.allclose(kept, torch.full_like(kept, 1 / (1 - p))):
-                raise Mistake(f"with p={p} the survivors should all be x / (1 - p) = {1 / (1 - p):.4f}")
-            rows = (out != 0)
-            if (rows == rows[0]).all():
-                raise Mistake("every row got the same mask: each element is dropped independently")
-            if (rows == rows[:, :1]).all():
-                raise Mistake("each row is dropped or kept as a whole: each element is dropped independently")
-            again = call(answer, ones, p, True, what="your dropout")
-            if isinstance(again, torch.Tensor) and torch.equal(again, out):
-                raise Mistake("two calls gave the same mask: draw a new one at every call")
-        out = expect_tensor(call(answer, x.clone(), 0.0, True, what="your dropout"), x.shape,
-                            what="your dropout with p=0")
-        if not torch.allclose(out, x):
-            raise Mistake("with p=0 nothing is dropped: your dropout must return x")
-        out = call(answer, x.clone(), 1.0, True, what="your dropout")
-        if isinstance(out, torch.Tensor) and out.shape == x.shape and not torch.isfinite(out).all():
-            raise Mistake("with p=1 your dropout gives NaN (0 / 0): every entry is dropped, so return zeros")
-        out = expect_tensor(out, x.shape, what="your dropout with p=1")
-        if not torch.equal(out, torch.zeros_like(x)):
-            raise Mistake("with p=1 every entry is dropped: your dropout must return zeros")
+        try:
+            _check_dropout_body(answer)
+        except Mistake as m:
+            if callable(answer) and not any(w in str(m) for w in ("forbids", "in place", "dtype")):
+                _order(answer)
+            raise
 
 
 ex4 = Exercise("08", 4, "inverted dropout", _check_dropout,
