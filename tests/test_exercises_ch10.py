@@ -2,8 +2,18 @@
 import pytest
 import torch
 
-from transformer_lib.decoding import length_penalty_gnmt, softmax_with_temperature, top_k_filter, top_p_filter
+from transformer_lib.decoding import length_penalty_gnmt, top_p_filter
 from transformer_lib.exercises import ch10
+
+
+def softmax_with_temperature(z, T=1.0):
+    """The library's function written out: 10.2's answers may not call the library's own."""
+    return torch.softmax(z / T, dim=-1)
+
+
+def top_k_filter(z, k):
+    idx = z.topk(k, dim=-1).indices
+    return torch.full_like(z, float("-inf")).scatter(-1, idx, z.gather(-1, idx))
 
 
 def right_topk(z, T, k):
@@ -143,3 +153,27 @@ def test_not_a_function_or_raising(ex):
     assert not v.ok and "should be a function" in v.message
     v = ex.check(lambda *a: (_ for _ in ()).throw(RuntimeError("boom")))
     assert not v.ok and "raised RuntimeError: boom" in v.message
+
+
+# ---- the issue's examples: the library's answer banned, −1e9 named, fresh inputs, dtypes ------------
+
+def test_ex2_bans_the_librarys_functions():
+    from transformer_lib import decoding
+    v = ch10.ex2.check(lambda z, T, k: decoding.softmax_with_temperature(decoding.top_k_filter(z / T, k)))
+    assert not v.ok and "calls transformer_lib.top_k_filter (the library's answer to this exercise)" in v.message, v.message
+    v = ch10.ex2.check(lambda z, T, k: decoding.softmax_with_temperature(top_k_filter(z, k), T))
+    assert not v.ok and "calls transformer_lib.softmax_with_temperature" in v.message, v.message
+    v = ch10.ex2.check(lambda z, T, k: right_topk(z, T, k).double())
+    assert not v.ok and "is float64; keep the input's dtype (float32)" in v.message, v.message
+
+
+def test_ex2_a_table_of_the_checks_own_cases_fails():
+    seen = {}
+    assert ch10.ex2.check(lambda z, T, k: seen.setdefault((tuple(z.flatten().tolist()), T, k), right_topk(z, T, k))).ok
+    v = ch10.ex2.check(lambda z, T, k: seen.get((tuple(z.flatten().tolist()), T, k), torch.softmax(z, -1)))
+    assert not v.ok, v.message
+
+
+def test_ex3_minus_1e9_is_named():
+    v = ch10.ex3.check(lambda z, p: z.masked_fill(~torch.isfinite(top_p_filter(z, p)), -1e9))
+    assert not v.ok and "large negative number" in v.message and "-inf" in v.message, v.message

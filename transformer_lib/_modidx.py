@@ -253,6 +253,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                       'transformer_lib/exercises/ch10.py'),
                                                 'transformer_lib.exercises.ch10._logits': ( 'decoding.html#_logits',
                                                                                             'transformer_lib/exercises/ch10.py'),
+                                                'transformer_lib.exercises.ch10._no_library': ( 'decoding.html#_no_library',
+                                                                                                'transformer_lib/exercises/ch10.py'),
                                                 'transformer_lib.exercises.ch10._same': ( 'decoding.html#_same',
                                                                                           'transformer_lib/exercises/ch10.py'),
                                                 'transformer_lib.exercises.ch10._topk_mask': ( 'decoding.html#_topk_mask',

@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['ex2', 'ex3', 'ex4']
 
-# %% ../../chapters/10_decoding.ipynb #30b5bfe8
+# %% ../../chapters/10_decoding.ipynb #cdc86be9
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..decoding import length_penalty_gnmt, softmax_with_temperature, top_k_filter, top_p_filter
-from . import Exercise, Mistake, call, expect_tensor
+from . import Exercise, Forbidden, Fresh, Mistake, call, expect_tensor
 
 
 def _logits(seed: int, shape: tuple[int, int] = (4, 10), scale: float = 2.0) -> Tensor:
@@ -33,17 +33,25 @@ def _topk_mask(z: Tensor, k: int) -> Tensor:
     return torch.isfinite(top_k_filter(z, min(max(k, 1), z.shape[-1])))
 
 
+def _no_library() -> Forbidden:
+    """Exercise 2 is written with torch alone: the library's decoding functions are its answer."""
+    return Forbidden({}, python={softmax_with_temperature: "transformer_lib.softmax_with_temperature (the library's "
+                                                           "answer to this exercise)",
+                                 top_k_filter: "transformer_lib.top_k_filter (the library's answer to this exercise)"},
+                     why="write it with torch alone: divide, torch.topk, masked_fill and a softmax")
+
+
 def _check_topk_probs(fn: Any) -> None:
-    for seed, T, k in ((1, 0.5, 4), (2, 2.0, 2), (0, 1.0, 3), (3, 1.5, 1), (4, 0.7, 10), (5, 3.0, 6)):
-        z = _logits(seed)
-        before = z.clone()
-        out = call(fn, z, T, k, what="your function")
-        if not torch.equal(z, before):
-            raise Mistake("your function changed the logits in place: work on a copy")
+    draw = Fresh()                                        # logits drawn anew at every call, the batch ≠ the vocabulary
+    fresh = [(draw.randn(draw.int(2, 5), draw.int(11, 30)) * 2, round(draw.float(0.3, 3.0), 2), draw.int(1, 10))
+             for _ in range(2)]
+    for z, T, k in [(_logits(seed), T, k) for seed, T, k in ((1, 0.5, 4), (2, 2.0, 2), (0, 1.0, 3), (3, 1.5, 1),
+                                                            (4, 0.7, 10), (5, 3.0, 6))] + fresh:
+        out = call(fn, z, T, k, what="your function", forbidden=_no_library())
         if isinstance(out, Tensor) and out.shape == z.shape and torch.allclose(
                 out.double(), torch.softmax(top_k_filter(z / T, k), dim=0).double(), atol=1e-5, equal_nan=True):
             raise Mistake("your softmax runs over dim 0, the batch: take it over the last dimension, the vocabulary")
-        out = expect_tensor(out, tuple(z.shape), what="your probabilities",
+        out = expect_tensor(out, tuple(z.shape), what="your probabilities", dtype=z.dtype,
                             hint={(z.shape[0], k): "return a probability for every vocabulary entry, zero outside the top k",
                                   (z.shape[0],): "return the probabilities, not a drawn token"})
         want = softmax_with_temperature(top_k_filter(z / T, k))
@@ -73,22 +81,26 @@ def _check_topk_probs(fn: Any) -> None:
             raise Mistake("your probabilities do not sum to 1 over the vocabulary: renormalise what you kept")
         if ((out > 0) != keep).any():
             raise Mistake(f"with k = {k}, your distribution is non-zero on other tokens than the k most probable")
-        raise Mistake(f"your probabilities differ from softmax(top_k(logits / T)) at T = {T}, k = {k}")
+        raise Mistake(f"your probabilities differ from softmax(top_k(logits / T)) at T = {T}, k = {k} for logits of "
+                      f"shape {tuple(z.shape)}")
 
 
 def _check_top_p(fn: Any) -> None:
     peaked = torch.tensor([[6.0, 2.0, 1.0, 0.5, 0.0, -1.0, -2.0, -3.0]]).expand(2, -1).clone()
     cases = [(_logits(10, (3, 12)), 0.5), (_logits(11, (3, 12)), 0.9), (_logits(12, (3, 12), 1.0), 0.3),
              (_logits(13, (3, 12), 4.0), 0.7), (peaked, 0.5), (peaked, 1e-3), (_logits(14, (2, 12)), 0.05)]
+    draw = Fresh()                                        # and two cases drawn anew at every call
+    cases += [(draw.randn(draw.int(2, 5), draw.int(8, 30)) * draw.float(0.5, 4.0), round(draw.float(0.05, 0.95), 3))
+              for _ in range(2)]
     for z, p in cases:
-        before = z.clone()
         out = call(fn, z, p, what="your function")
-        if not torch.equal(z, before):
-            raise Mistake("your function changed the logits in place: return a new tensor")
         if not isinstance(out, Tensor):
             raise Mistake(f"your function should return a torch.Tensor of logits; got {type(out).__name__}")
         if tuple(out.shape) != tuple(z.shape):
             raise Mistake(f"your output has shape {tuple(out.shape)}, expected {tuple(z.shape)}: one (filtered) logit per vocabulary entry")
+        if out.is_floating_point() and out.dtype != z.dtype:
+            raise Mistake(f"your output is {str(out.dtype).removeprefix('torch.')}; keep the input's dtype "
+                          f"({str(z.dtype).removeprefix('torch.')})")
         if not out.is_floating_point() or torch.isnan(out).any() or torch.isposinf(out).any():
             raise Mistake("your output should hold the logits (and −inf); it has NaN, +inf or is not floating point")
         want = top_p_filter(z, p)
@@ -122,6 +134,10 @@ def _check_top_p(fn: Any) -> None:
             raise Mistake("a row of your output is all −inf: the nucleus always keeps at least the most probable token"
                           " (and the softmax of a row of −inf is NaN)")
         kept = torch.isfinite(out)
+        if torch.equal(out > -1e4, keep) and torch.equal(out[keep], z[keep]):
+            raise Mistake(f"you set the removed logits to a large negative number ({out[~keep].max().item():.3g}) "
+                          f"instead of −inf: the tokens outside the nucleus must get probability exactly 0, "
+                          f"exp(−inf) = 0; use float('-inf'), as top_p_filter does")
         if (kept & ~keep).any():
             raise Mistake(f"with p = {p}, you kept tokens outside the nucleus (the smallest set of most probable tokens with mass ≥ p)")
         if (keep & ~kept).any():
@@ -130,11 +146,14 @@ def _check_top_p(fn: Any) -> None:
 
 
 def _check_rank_score(fn: Any) -> None:
-    log_prob = torch.tensor([-0.3, -2.5, -7.0, -1.2, -4.4, -0.05], dtype=torch.float64)
-    length = torch.tensor([1, 3, 12, 5, 8, 2])
-    for alpha in (0.6, 0.0, 1.0, 2.0):
+    draw = Fresh()                                        # the fourth case drawn anew at every call
+    n = draw.int(3, 12)
+    named = (torch.tensor([-0.3, -2.5, -7.0, -1.2, -4.4, -0.05], dtype=torch.float64), torch.tensor([1, 3, 12, 5, 8, 2]))
+    fresh = (-8 * draw.rand(n, dtype=torch.float64), torch.randint(1, 30, (n,), generator=draw.gen))
+    for (log_prob, length), alpha in ((named, 0.6), (named, 0.0), (named, 1.0), (fresh, round(draw.float(0.1, 1.9), 3)),
+                                      (named, 2.0)):
         out = call(fn, log_prob, length, alpha, what="your function")
-        out = expect_tensor(out, (6,), what="your scores")
+        out = expect_tensor(out, tuple(log_prob.shape), what="your scores", dtype=log_prob.dtype)
         lp = length_penalty_gnmt(length.double(), alpha)
         want = log_prob / lp
         if torch.allclose(out.double(), want, atol=1e-6, rtol=1e-6):
