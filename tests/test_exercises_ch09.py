@@ -164,3 +164,14 @@ def test_ex5_mistakes(b, message):
 def test_wrong_kinds_of_answer_get_a_sentence(call, message):
     v = call()
     assert not v.ok and message in v.message, v.message
+
+
+def test_numpy_scalars_are_counts():
+    """Issue: 09.1 refused NumPy scalars with "should be a finite number; got np.int64(…)"."""
+    import numpy as np
+    assert ch09.ex1.check(mha=np.int64(MHA), encoder_layer=np.int64(ENC)).ok
+    assert ch09.ex2.check(shared=np.int32(SHARED), separate=np.float64(SEPARATE)).ok
+    assert ch09.ex4.check(flops_per_token=np.float64(FPT), crossover=np.float32(round(CROSS))).ok
+    assert ch09.ex5.check(bytes_per_param=np.int8(16)).ok
+    v = ch09.ex1.check(mha=np.int64(4 * D * D), encoder_layer=ENC)
+    assert not v.ok and "forgot the biases" in v.message, v.message

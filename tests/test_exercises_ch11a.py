@@ -60,3 +60,9 @@ def test_ex4_broken_answers_get_a_sentence():
     assert "should be a finite number" in ch11a.ex4.check(lambda s, t, tokens=1: ("a", 2)).message
     assert "should be a finite number" in ch11a.ex4.check(lambda s, t, tokens=1: (float("nan"), 2)).message
     assert "should be a function" in ch11a.ex4.check("1720").message
+
+
+def test_numpy_scalars_are_numbers():
+    import numpy as np
+    right = _paper()
+    assert ch11a.ex4.check(lambda s, t, k: tuple(np.float64(x) for x in right(s, t, k))).ok

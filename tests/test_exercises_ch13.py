@@ -117,3 +117,13 @@ def test_ex4_broken_answers_get_a_sentence():
     assert "should be a torch.Tensor" in ch13.ex4.check(lambda L, r: [[True]]).message
     assert "has shape" in ch13.ex4.check(lambda L, r: torch.ones(L, dtype=torch.bool)).message
     assert "should be a function" in ch13.ex4.check("local_mask").message
+
+
+def test_a_table_of_the_checks_own_cases_fails():
+    """Issue: a table of 13.2's fixed cases passed; one case is now drawn anew at every call."""
+    right = _counts()
+    table = {c: right(*c) for c in ((1, 1), (2, 1), (5, 1), (6, 3), (10, 4), (300, 4))}
+    v = ch13.ex2.check(lambda n, p: table.get((n, p), (0, 0)))
+    assert not v.ok and "you gave" in v.message, v.message
+    import numpy as np
+    assert ch13.ex2.check(lambda n, p: tuple(np.int64(x) for x in right(n, p))).ok

@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['ex2', 'ex4']
 
-# %% ../../chapters/13_beyond.ipynb #7fcaedfe
+# %% ../../chapters/13_beyond.ipynb #e1540fba
 from typing import Any, Callable
 
 import torch
 
-from . import Exercise, Mistake, call, expect_number, expect_tensor
+from . import Exercise, Fresh, Mistake, call, expect_number, expect_tensor
 from ..masks import causal_mask
 
 
@@ -21,7 +21,8 @@ def _reference_counts(n: int, p: int) -> tuple[int, int]:
 
 
 def _check_score_counts(answer: Callable[..., Any]) -> None:
-    for n, p in ((1, 1), (2, 1), (5, 1), (6, 3), (10, 4), (300, 4)):
+    draw = Fresh()                                        # one case drawn anew at every call
+    for n, p in ((1, 1), (2, 1), (5, 1), (6, 3), (10, 4), (draw.int(2, 60), draw.int(1, 20)), (300, 4)):
         got = call(answer, n, p, what="your score_counts")
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise Mistake(f"score_counts should return two numbers, (without_cache, with_cache); got {got!r}")
@@ -69,7 +70,9 @@ def _reference_local_mask(L: int, r: int) -> torch.Tensor:
 
 
 def _check_local_mask(answer: Callable[..., Any]) -> None:
-    for L, r in ((8, 2), (10, 3), (7, 1), (6, 0), (6, 10), (1, 4), (200, 64)):
+    draw = Fresh()                                        # one case drawn anew at every call
+    L = draw.int(3, 40)
+    for L, r in ((8, 2), (10, 3), (7, 1), (6, 0), (6, 10), (1, 4), (L, draw.int(1, L - 1)), (200, 64)):
         out = call(answer, L, r, what="your local_mask")
         if (isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isnan(out).any()
                 and bool((out <= 0).all()) and bool((out < 0).any())):         # 0 and -inf (or a large negative)
