@@ -6,13 +6,14 @@ resuming, and several processes under torchrun."""
 # %% auto #0
 __all__ = ['build_parser', 'config_from_args', 'check_training_imports', 'cli', 'main']
 
-# %% ../chapters/11c_train_cli.ipynb #562d8a10
+# %% ../chapters/11c_train_cli.ipynb #4ce9e23d
 import argparse
 import importlib.util
 import os
 import sys
 import typing
 from dataclasses import fields
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -67,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop training after this long, then evaluate")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--accumulate", type=int, default=None, metavar="K",
+                   help="micro-batches per optimiser step (gradient accumulation: K times the batch)")
+    p.add_argument("--dist-timeout", type=float, default=None, metavar="SECONDS",
+                   help="several processes: how long a collective may wait (default: 600)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: auto)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads")
     p.add_argument("--eval", nargs="*", default=["greedy", "beam"], choices=["greedy", "beam"],
@@ -97,7 +102,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         name, text = item.split("=", 1)
         overrides[name.strip()] = _parse_field(name.strip(), text.strip())
     for flag, name in (("steps", "steps"), ("epochs", "max_epochs"), ("time_budget", "time_budget_s"),
-                       ("device", "device"), ("threads", "num_threads")):
+                       ("device", "device"), ("threads", "num_threads"), ("accumulate", "accumulate"),
+                       ("dist_timeout", "dist_timeout_s")):
         if getattr(args, flag) is not None:
             overrides[name] = getattr(args, flag)
     if args.compile:
@@ -141,8 +147,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     """Run `python -m transformer_lib.train` with the arguments `argv` (default: `sys.argv[1:]`).
 
     Under `torchrun` (the environment variable `WORLD_SIZE` > 1) it joins the process group
-    (NCCL on GPUs, gloo on CPUs) and leaves it at the end; each process trains on its shard of
-    the batches, and process 0 writes the files and prints the summary.
+    (NCCL on GPUs, gloo on CPUs, with `cfg.dist_timeout_s` for every collective) and leaves it
+    at the end; each process trains on its shard of the batches, the processes share the
+    decoding of validation and test sentences, and process 0 writes the files and prints the
+    summary.
 
     Args:
         argv: command-line arguments, e.g. `["--preset", "cpu", "--steps", "100"]`.
@@ -157,7 +165,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     joined = False
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
         use_nccl = torch.cuda.is_available() and cfg.device in ("auto", "cuda")
-        dist.init_process_group("nccl" if use_nccl else "gloo")
+        dist.init_process_group("nccl" if use_nccl else "gloo", timeout=timedelta(seconds=cfg.dist_timeout_s))
         joined = True
     rank = dist.get_rank() if dist.is_initialized() else 0
     try:
@@ -186,7 +194,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
                 print(f"test BLEU ({method}): {score:.2f}, chrF {summary['chrf'][method]:.2f}")
             if "bleu_signature" in summary:
                 print(f"sacreBLEU signature: {summary['bleu_signature']}")
-            print(f"files: {out}/metrics.jsonl, {out}/summary.json, {out}/model.pt, {out}/checkpoint.pt")
+            kept = "metrics.jsonl, summary.json, model.pt" + (", checkpoint.pt" if cfg.final_checkpoint else "")
+            print(f"files in {out}: {kept}")
         return summary
     finally:
         if joined:

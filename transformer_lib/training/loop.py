@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['bucket_widths', 'bucket_batches', 'teacher_forced_loss', 'TrainingRun', 'run_training']
 
-# %% ../../chapters/11b_training.ipynb #e297b420
+# %% ../../chapters/11b_training.ipynb #18456f3c
 import json
 import math
 import os
@@ -206,7 +206,8 @@ def _prepare_epoch(data: TrainingData, epoch: int, run: RunState, pad_to: int) -
         tgt_lens = (tgt[:, 1:] != data.pad_id).sum(1)            # (B,)  the predicted tokens
         targets.append(int(tgt_lens.sum()))
         tokens.append(int(src_lens.sum()) + targets[-1])
-        flops.append(train_flops(run.mcfg, src_lens, tgt_lens))
+        real = src_lens > 0                                      # (B,) not a row of padding
+        flops.append(train_flops(run.mcfg, src_lens[real], tgt_lens[real]) if bool(real.any()) else 0.0)
         src = _pad_width(src, pad_to, data.pad_id)               # (B, S')
         tgt = _pad_width(tgt, pad_to, data.pad_id, extra=1)      # (B, T'+1): tgt_in is (B, T')
         batches.append((src.to(run.device, non_blocking=True), tgt.to(run.device, non_blocking=True)))

@@ -1,0 +1,263 @@
+"""Several processes step exactly as one (chapters 11b and 11c), checked by value on gloo processes.
+
+A step on N processes, or over K micro-batches in one, must be the step that one process takes on
+the union of their batches: the same gradients and the same parameters after the optimiser's step.
+Every process must take as many steps, with the same shape at each step when shapes are bounded,
+and a setting that cannot work is an error before anything is written. These tests run gloo
+processes on this CPU; none runs NCCL across GPUs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+from conftest import ROOT
+from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, load_checkpoint, read_metrics,
+                                      run_training, toy_translation_data, translate)
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+TOY = toy_translation_data(n_train=200)
+_first, _second, _third = TOY.train_batches(0)[:3]
+# micro-batches of unequal sizes: process 0 gets the first two, process 1 the last two
+PIECES = [(_first[0][:8], _first[1][:8]), (_second[0][:5], _second[1][:5]),
+          (_third[0][:3], _third[1][:3]), (_second[0][5:7], _second[1][5:7])]
+
+
+def _counted(batch) -> int:
+    return int((batch[1][:, 1:] != TOY.pad_id).sum())
+
+
+def _union(batches):
+    """One batch of all the rows, right-padded to the widest."""
+    def cat(i):
+        width = max(b[i].shape[1] for b in batches)
+        return torch.cat([F.pad(b[i], (0, width - b[i].shape[1]), value=TOY.pad_id) for b in batches])
+    return [(cat(0), cat(1))]
+
+
+def _data(per_rank):
+    """A `TrainingData` whose epoch is `per_rank[r]` on process r (and all of them in one process)."""
+    def shard(epoch, rank=0, world=1):
+        return [b for part in per_rank for b in part] if world == 1 else per_rank[rank]
+    return dataclasses.replace(TOY, train_batches=shard, val_pairs=(), test_pairs=())
+
+
+def _cfg(**changes) -> TrainConfig:
+    return TrainConfig.from_preset("tiny", steps=1, device="cpu", precision="fp32", log_every=1,
+                                   average_last=1, model=dict(dropout=0.0)).updated(changes)
+
+
+def _after_one_step(data, **changes) -> tuple[torch.Tensor, torch.Tensor]:
+    """The flattened gradients and parameters after one optimiser step of a fresh run."""
+    run = TrainingRun(_cfg(**changes), data)
+    run.step()
+    params = [p for p in run.model.parameters()]
+    grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in params])
+    return grads, torch.cat([p.detach().flatten() for p in params])
+
+
+def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest difference, relative to the largest value of `b`."""
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def _same_update(params: torch.Tensor, want: torch.Tensor, grads: torch.Tensor) -> bool:
+    """The parameters after one Adam step equal `want` to 1e-5, wherever the gradient is more than
+    rounding noise. Adam's first update is `lr * g / (|g| + eps)`, about `lr` in size whatever `|g|`:
+    where the true gradient is 0 and float32 leaves ~1e-9, the sign of the noise decides it."""
+    signal = grads.abs() > 1e-6 * grads.abs().max()
+    assert signal.float().mean() > 0.5                            # most of the model
+    return _relative(params[signal], want[signal]) < 1e-5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _CountingDDP(nn.parallel.DistributedDataParallel):
+    """DistributedDataParallel with a communication hook that counts its gradient all-reduces."""
+    allreduces = 0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+        def hook(state, bucket):
+            _CountingDDP.allreduces += 1
+            return default_hooks.allreduce_hook(state, bucket)
+        self.register_comm_hook(None, hook)
+
+
+def _worker(rank: int, world: int, port: int, out: str, per_rank, changes: dict) -> None:
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    nn.parallel.DistributedDataParallel = _CountingDDP            # what the loop wraps the model in
+    try:
+        run = TrainingRun(_cfg(**changes), _data(per_rank))
+        steps = changes.get("steps", 1)
+        for _ in range(steps):
+            run.step()
+        grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
+                           for p in run.model.parameters()])
+        params = torch.cat([p.detach().flatten() for p in run.model.parameters()])
+        if rank == 0:
+            torch.save({"grads": grads, "params": params, "allreduces": _CountingDDP.allreduces,
+                        "steps": run.st["step"]}, out)
+    finally:
+        dist.destroy_process_group()
+
+
+def _two_processes(tmp_path: Path, per_rank, **changes) -> dict:
+    out = str(tmp_path / "rank0.pt")
+    mp.spawn(_worker, args=(2, _free_port(), out, per_rank, changes), nprocs=2, join=True)
+    return torch.load(out, weights_only=False)
+
+
+# (one process would re-batch the union into bounded shapes: the GPU's step here keeps the batches)
+@pytest.mark.parametrize("changes", [dict(step_path="cpu"), dict(step_path="gpu", bucket_shapes=False),
+                                     dict(step_path="gpu", bucket_shapes=False, compile="aot_eager")],
+                         ids=["cpu-step", "gpu-step", "gpu-step-compiled"])
+def test_two_processes_take_the_step_of_one_on_the_union(tmp_path, changes):
+    per_rank = [PIECES[:1], PIECES[2:3]]                          # 8 rows and 3: unequal counts
+    assert _counted(PIECES[0]) > 1.5 * _counted(PIECES[2])
+    two = _two_processes(tmp_path, per_rank, **changes)
+    grads, params = _after_one_step(_data([_union(PIECES[:1] + PIECES[2:3])]), **changes)
+    assert _relative(two["grads"], grads) < 1e-5
+    assert _same_update(two["params"], params, grads)
+    assert two["allreduces"] == 1                                 # the tiny model's gradients: one bucket
+
+
+def test_each_process_dividing_by_its_own_count_fails_that_test():
+    """The normalisation before this one: each process's mean, then DDP's average of the two."""
+    union, _ = _after_one_step(_data([_union(PIECES[:1] + PIECES[2:3])]))
+    own = (_after_one_step(_data([PIECES[:1]]))[0] + _after_one_step(_data([PIECES[2:3]]))[0]) / 2
+    assert _relative(own, union) > 0.05                           # 37 % was measured on Multi30k-like batches
+
+
+def test_accumulation_in_one_process_is_the_step_on_the_union():
+    grads, params = _after_one_step(_data([PIECES]), accumulate=4)
+    want_grads, want_params = _after_one_step(_data([_union(PIECES)]))
+    assert _relative(grads, want_grads) < 1e-5 and _same_update(params, want_params, want_grads)
+
+
+def test_accumulation_on_two_processes_syncs_once_per_step(tmp_path):
+    per_rank = [PIECES[:2], PIECES[2:]]
+    two = _two_processes(tmp_path, per_rank, accumulate=2)
+    grads, params = _after_one_step(_data([_union(PIECES)]))
+    assert _relative(two["grads"], grads) < 1e-5 and _same_update(two["params"], params, grads)
+    assert two["allreduces"] == two["steps"] == 1                 # not one per micro-batch
+    # and over several steps: 8 micro-batches on each process, 4 steps of 2, 4 all-reduces
+    per_rank = [PIECES * 2, PIECES[::-1] * 2]
+    again = _two_processes(tmp_path, per_rank, accumulate=2, steps=4)
+    assert again["allreduces"] == again["steps"] == 4
+
+
+def test_bounded_shapes_give_every_process_as_many_steps_of_one_shape():
+    data = toy_translation_data(n_train=500, max_words=12, batch_size=24)
+    raw = data.train_batches(0)
+    for world in (2, 3):
+        out = bucket_batches(raw, 600, data.pad_id, 8, world=world)
+        assert len(out) % world == 0
+        for i in range(0, len(out), world):                      # one step: the same shape everywhere
+            assert len({(tuple(s.shape), tuple(t.shape)) for s, t in out[i:i + world]}) == 1
+        rows = sorted((tuple(s[s != 0].tolist()), tuple(t[t != 0].tolist()))
+                      for src, tgt in out for s, t in zip(src, tgt) if (t != 0).any())
+        want = sorted((tuple(s[s != 0].tolist()), tuple(t[t != 0].tolist()))
+                      for src, tgt in raw for s, t in zip(src, tgt))
+        assert rows == want                                        # every pair once; the rest is padding
+    one, default = bucket_batches(raw, 600, data.pad_id, 8, world=1), bucket_batches(raw, 600, data.pad_id, 8)
+    assert len(one) == len(default) and all(torch.equal(a, b) for p, q in zip(one, default) for a, b in zip(p, q))
+
+
+def test_three_processes_with_bounded_shapes_train_resume_and_end(tmp_path):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "3",
+           "-m", "transformer_lib.train", "--preset", "tiny", "--data", "toy", "--out", str(tmp_path),
+           "--no-progress", "--eval", "greedy", "--set", "bucket_shapes=true",
+           "--set", "log_every=1", "--dist-timeout", "120"]
+    first = subprocess.run(cmd + ["--steps", "12"], capture_output=True, text=True, env=ENV, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = subprocess.run(cmd + ["--steps", "24", "--resume"], capture_output=True, text=True, env=ENV,
+                            timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["world_size"] == 3 and summary["bucket_shapes"] is True and summary["steps"] == 24
+    assert [r["step"] for r in read_metrics(tmp_path) if r["kind"] == "train"] == list(range(1, 25))
+    # the test set, decoded by the three processes (every third sentence each), equals one process's decoding
+    model = load_checkpoint(tmp_path)
+    samples = summary["samples"]["greedy"]
+    assert [x["hyp"] for x in samples] == translate(model, [x["src"] for x in samples], TOY)
+
+
+def test_the_compiled_step_over_bounded_shapes_never_falls_back_to_eager(tmp_path, monkeypatch):
+    """More bucket shapes than dynamo's default recompile limit (8): one graph for each, none refused."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+    data = toy_translation_data(n_train=600, max_words=30, batch_size=16)
+    cfg = TrainConfig.from_preset("tiny", device="cpu", step_path="gpu", compile="eager", bucket_shapes=True,
+                                  pad_to_multiple=2, max_tokens=300, max_epochs=2, steps=10**6, log_every=50,
+                                  model=dict(max_len=64))
+    run = TrainingRun(cfg, data)
+    shapes = {(tuple(s.shape), tuple(t.shape)) for s, t in run.epoch.batches}
+    assert len(shapes) > 8                                          # past the default limit
+    monkeypatch.setattr(torch._dynamo.config, "fail_on_recompile_limit_hit", True)
+    torch._dynamo.reset()
+    counters.clear()
+    _, summary = run_training(cfg, data, tmp_path, progress=False, final_eval=())   # two epochs: raises at the limit
+    assert summary["stopped_by"] == "epochs"
+    assert len(shapes) <= counters["stats"]["unique_graphs"] <= 3 * len(shapes)   # per shape, not per step
+
+
+# ----- settings that cannot work: named errors, before anything is written ----------------
+@pytest.mark.parametrize("field,value,match", [("accumulate", 0, "accumulate"),
+                                               ("dist_timeout_s", 0, "dist_timeout_s"),
+                                               ("dist_timeout_s", -5.0, "dist_timeout_s")])
+def test_bad_settings_are_named(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**{field: value})
+
+
+@pytest.mark.parametrize("flag,value", [("--accumulate", "0"), ("--dist-timeout", "0")])
+def test_the_cli_refuses_bad_settings_and_writes_nothing(tmp_path, flag, value):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "transformer_lib.train", "--preset", "tiny", "--data", "toy",
+                           "--out", str(out), flag, value], capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 2 and flag.lstrip("-").replace("-", "_").split("_")[0] in proc.stderr
+    assert not out.exists()
+
+
+def _refused_worker(rank: int, world: int, port: int, out: str, buckets: bool) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        one_batch = dataclasses.replace(TOY, train_batches=lambda e, r=0, w=1: [PIECES[3]] if r == 0 else [])
+        try:
+            run_training(_cfg(bucket_shapes=buckets), one_batch, out, progress=False, final_eval=())
+        except ValueError as e:
+            Path(out + f".rank{rank}").write_text(str(e))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("buckets,world", [(False, 2), (True, 3)])
+def test_more_processes_than_the_epoch_can_feed_is_an_error(tmp_path, buckets, world):
+    out = str(tmp_path / "run")
+    mp.spawn(_refused_worker, args=(world, _free_port(), out, buckets), nprocs=world, join=True)
+    messages = [Path(out + f".rank{r}").read_text() for r in range(world)]
+    unit = "sentence pairs" if buckets else "batches"
+    assert all(f"{world} processes, but an epoch holds only" in m and unit in m for m in messages)
+    assert not Path(out).exists()                                   # nothing written
