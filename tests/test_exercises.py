@@ -136,3 +136,58 @@ def test_argument_order_names_the_order_that_works():
     said = argument_order(lambda y, x: x - y, (a, b), ("a", "b"), lambda out: out == a - b, call_as="f(a, b)")
     assert said is not None and "(b, a)" in said and "f(a, b)" in said
     assert argument_order(lambda x, y: x * y, (a, b), ("a", "b"), lambda out: out == 7, call_as="f(a, b)") is None
+
+
+# ---- no check answers with a traceback, whatever it is given ---------------------------------------
+
+def _all_checks():
+    from transformer_lib.exercises import Exercise
+    return {f"{name}.{k}": v for name, mod in _check_modules().items() for k, v in vars(mod).items()
+            if isinstance(v, Exercise)}
+
+
+def _raises(*a, **k):
+    raise RuntimeError("boom")
+
+
+import numpy as _np  # noqa: E402
+import torch as _torch  # noqa: E402
+
+GARBAGE = {
+    "None": None,
+    "a string": "softmax",
+    "a NaN": float("nan"),
+    "a NumPy array": _np.zeros((2, 2)),
+    "a tensor": _torch.zeros(3, 3),
+    "a list": [1, 2],
+    "a function that raises": _raises,
+    "a function of no arguments": lambda: 1.0,
+    "a function returning None": lambda *a, **k: None,
+    "a function returning a string": lambda *a, **k: "x",
+    "a function returning NaN": lambda *a, **k: float("nan"),
+    "a function returning a float64 tensor": lambda *a, **k: _torch.zeros(3, 3, dtype=_torch.float64),
+    "a function returning a wrong shape": lambda *a, **k: _torch.zeros(1),
+    "a function returning its first argument": lambda *a, **k: a[0] if a else None,
+    "a function returning a pair of None": lambda *a, **k: (None, None),
+    "a function returning an int tensor": lambda *a, **k: _torch.ones(2, 3, dtype=_torch.long),
+    "a function returning a sparse tensor": lambda *a, **k: _torch.eye(3).to_sparse(),
+    "a function returning a complex number": lambda *a, **k: 1 + 2j,
+}
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+def test_no_check_shows_a_traceback(garbage):
+    """Every check answers every kind of wrong answer with one sentence of its own, never with an exception."""
+    answer = GARBAGE[garbage]
+    for key, ex in _all_checks().items():
+        kwargs = {}
+        if key.startswith("ch09."):                                   # chapter 9's checks take named answers
+            import inspect
+            names = [p for p in inspect.signature(ex.checker).parameters if p != "answer"]
+            kwargs = {n: answer for n in names}
+            v = ex.check(**kwargs)
+        else:
+            v = ex.check(answer)
+        assert not v.ok, f"{key} accepted {garbage}"
+        assert isinstance(v.message, str) and v.message and "\n" not in v.message, (key, v.message)
+        assert not v.message.startswith("the check could not read your answer"), (key, garbage, v.message)

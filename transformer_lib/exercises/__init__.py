@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['Mistake', 'Verdict', 'Exercise', 'Fresh', 'describe', 'Forbidden', 'call', 'argument_order', 'expect_tensor', 'expect_number', 'expect_close']
 
-# %% ../../chapters/01_qkv_attention.ipynb #917d58ae
+# %% ../../chapters/01_qkv_attention.ipynb #d3e6575a
 import inspect
 import itertools
 import math
@@ -282,6 +282,9 @@ def call(fn: Any, *args: Any, what: str = "your function", forbidden: Optional[F
         raise Mistake(f"{what} raised {type(e).__name__}: {_line(e, 160)} (called with {inputs})") from None
     if forbidden is not None and forbidden.hit:             # caught by the answer itself: still forbidden
         raise Mistake(forbidden.message())
+    if isinstance(out, torch.Tensor) and out.layout != torch.strided:
+        raise Mistake(f"{what} returned a {str(out.layout).removeprefix('torch.')} tensor; return an ordinary "
+                      f"(dense) one, .to_dense()")
     for name, value, copy in before:
         if _changed(copy, value):
             raise Mistake(f"{what} changed its argument {name} in place (it was {describe(copy)}): the caller's "

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex4', 'ex5']
 
-# %% ../../chapters/08_dropout.ipynb #a86a5580
+# %% ../../chapters/08_dropout.ipynb #f52b7d4a
 from typing import Any, Callable
 
 import torch
@@ -66,6 +66,11 @@ def _check_training(answer: Callable[..., Any], ones: torch.Tensor) -> None:
     for p in (0.1, 0.3):
         out = _dropout(answer, ones, p, True, f"your dropout in training mode (x of shape {tuple(ones.shape)})")
         dropped = (out == 0).float().mean().item()
+        rows = (out != 0).flatten(0, -2)                                   # (tokens, features)
+        if 1e-4 < dropped < 1 and (rows == rows[0]).all():
+            raise Mistake("every row got the same mask: each element is dropped independently")
+        if 1e-4 < dropped < 1 and (rows == rows[:, :1]).all():
+            raise Mistake("each row is dropped or kept as a whole: each element is dropped independently")
         if abs(dropped - (1 - p)) < 0.02 and abs(dropped - p) > 0.02:
             raise Mistake(f"you dropped {dropped:.2f} of the entries with p={p}: you used p as the keep "
                           f"probability; p is the probability of dropping")
@@ -85,11 +90,6 @@ def _check_training(answer: Callable[..., Any], ones: torch.Tensor) -> None:
                 raise Mistake(message)
         if not torch.allclose(kept, torch.full_like(kept, 1 / (1 - p))):
             raise Mistake(f"with p={p} the survivors should all be x / (1 - p) = {1 / (1 - p):.4f}")
-        rows = (out != 0).flatten(0, -2)                                   # (tokens, features)
-        if (rows == rows[0]).all():
-            raise Mistake("every row got the same mask: each element is dropped independently")
-        if (rows == rows[:, :1]).all():
-            raise Mistake("each row is dropped or kept as a whole: each element is dropped independently")
         again = call(answer, ones, p, True, what="your dropout", forbidden=_no_dropout())
         if isinstance(again, torch.Tensor) and torch.equal(again, out):
             raise Mistake("two calls gave the same mask: draw a new one at every call")
