@@ -55,7 +55,7 @@ def check_dropout(dropout: object, name: str = "dropout") -> float:
         raise ValueError(f"`{name}` must be a probability, a float in [0, 1), got {dropout!r}")
     return float(dropout)
 
-# %% ../chapters/05_masking.ipynb #2c177790
+# %% ../chapters/05_masking.ipynb #2ac38337
 def check_tokens(name: str, tokens: object) -> Tensor:
     """`tokens`, checked: a 2-D `(B, L)` tensor of integer token ids."""
     if not isinstance(tokens, Tensor):

@@ -8,7 +8,7 @@ key/value cache that computes each generated token's projections once."""
 __all__ = ['softmax_with_temperature', 'greedy_decode', 'sequence_log_prob', 'top_k_filter', 'top_p_filter', 'sample_logits',
            'sample', 'length_penalty_gnmt', 'beam_search', 'IncrementalDecoder']
 
-# %% ../chapters/10_decoding.ipynb #19d6ee54
+# %% ../chapters/10_decoding.ipynb #1177444a
 import math
 import operator
 from typing import Callable, Literal, Optional, SupportsIndex, Union, cast, overload
@@ -59,7 +59,7 @@ def softmax_with_temperature(logits: Tensor, temperature: float = 1.0) -> Tensor
     x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
     return torch.softmax(x / T, dim=-1).to(logits.dtype)
 
-# %% ../chapters/10_decoding.ipynb #3011fbce
+# %% ../chapters/10_decoding.ipynb #c6fc7a5f
 def _as_index(value: object) -> Optional[int]:
     """`value` as a Python int if it is an integer (int, numpy integer, 0-d integer tensor), else None."""
     if isinstance(value, bool) or (isinstance(value, Tensor) and value.dim() != 0):
@@ -342,7 +342,7 @@ def sample(model: Transformer, src: Tensor, max_len: Optional[int] = None, bos_i
     with _EvalMode(model):
         return _generate(model, src, max_len, bos_id, eos_id, choose, src_mask, use_cache)
 
-# %% ../chapters/10_decoding.ipynb #e66878ba
+# %% ../chapters/10_decoding.ipynb #bbcb5b78
 def length_penalty_gnmt(length: Union[int, Tensor], alpha: float = 0.6) -> Union[float, Tensor]:
     """The length penalty of Wu et al. (2016): `lp(Y) = ((5 + |Y|) / 6) ** alpha`.
 

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['mask_drop_probability', 'fast_dropout', 'FastDropout', 'use_fast_dropout']
 
-# %% ../chapters/08_dropout.ipynb #f4a0b441
+# %% ../chapters/08_dropout.ipynb #b3e055f7
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['IncrementalDecoder']
 
-# %% ../chapters/10_decoding.ipynb #4e9fb83c
+# %% ../chapters/10_decoding.ipynb #cabc70c3
 from typing import Optional, Sequence, cast
 
 import torch

@@ -6,7 +6,7 @@ right-shifted decoder input of teacher forcing."""
 # %% auto #0
 __all__ = ['padding_mask', 'causal_mask', 'target_mask', 'shift_right', 'teacher_forcing']
 
-# %% ../chapters/05_masking.ipynb #60c522b3
+# %% ../chapters/05_masking.ipynb #249027f2
 from typing import Optional, Union
 
 import torch
@@ -63,7 +63,7 @@ def target_mask(tgt: Tensor, pad_id: int) -> Tensor:
     causal = causal_mask(tgt.shape[1], device=tgt.device)             # (T, T)
     return pad & causal                                               # (B, 1, T, T)
 
-# %% ../chapters/05_masking.ipynb #da79b7d5
+# %% ../chapters/05_masking.ipynb #bc58738f
 def shift_right(tokens: Tensor, bos_id: int) -> Tensor:
     """Shift a batch of sequences one step right, putting `bos_id` first and dropping the last.
 

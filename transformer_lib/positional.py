@@ -7,7 +7,7 @@ to queries and keys (chapter 4b)."""
 # %% auto #0
 __all__ = ['sinusoidal_positional_encoding', 'PositionalEncoding', 'LearnedPositionalEmbedding', 'RotaryEmbedding']
 
-# %% ../chapters/04_positional_encoding.ipynb #b757c5e0
+# %% ../chapters/04_positional_encoding.ipynb #2483f30a
 import torch
 from torch import Tensor, nn
 
@@ -63,7 +63,7 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
     pe[:, 1::2] = torch.cos(angle)                                       # odd columns: cos
     return pe.to(torch.float32)
 
-# %% ../chapters/04_positional_encoding.ipynb #68b290da
+# %% ../chapters/04_positional_encoding.ipynb #88f8d237
 class PositionalEncoding(nn.Module):
     """Add the sinusoidal table to (already scaled) embeddings, then apply dropout.
 
@@ -95,7 +95,7 @@ class PositionalEncoding(nn.Module):
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
-# %% ../chapters/04b_relative_positions.ipynb #040c42d1
+# %% ../chapters/04b_relative_positions.ipynb #7a720e81
 class LearnedPositionalEmbedding(nn.Module):
     """Learned absolute positions: one trainable vector per position, added like the table.
 
@@ -123,7 +123,7 @@ class LearnedPositionalEmbedding(nn.Module):
         p = self.embedding.weight[: x.shape[-2]].to(dtype=x.dtype)      # (L, d_model)
         return self.dropout(x + p)
 
-# %% ../chapters/04b_relative_positions.ipynb #515cb61e
+# %% ../chapters/04b_relative_positions.ipynb #c6bab531
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding (RoPE, Su et al. 2021), applied to queries and keys.
 

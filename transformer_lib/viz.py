@@ -7,7 +7,7 @@ the book uses to draw attention."""
 # %% auto #0
 __all__ = ['COMPONENT_COLORS', 'plot_attention', 'figure_to_png', 'figure_selector', 'ATTENTION_KINDS', 'record_attention', 'AttentionRecord', 'translate_with_attention', 'merge_subwords', 'word_attention', 'figure_grid_selector', 'attention_explorer']
 
-# %% ../chapters/02_scaling.ipynb #128d365b
+# %% ../chapters/02_scaling.ipynb #fc246a4e
 import io
 from typing import Any, Mapping, Optional, Sequence, Union
 
