@@ -54,15 +54,7 @@ def test_ex4_broken_answers_get_a_sentence():
     assert not v.ok and ("not 7,004,160" in v.message or "not 120,960" in v.message) and "\n" not in v.message, v.message
 
 
-# ---- the example: forgetting the /2 was told "you counted the encoder too" ------------------
-# The new check cell of chapter 11b (a model with n_encoder_layers ≠ n_decoder_layers first, a model and a
-# length drawn anew at every call) waits in chapter 11b's exercise cell; until it is there these run as xfail.
-import inspect  # noqa: E402
-
-_NEW_CELL = "you left out the /2" in inspect.getsource(ch11b)
-
-
-@pytest.mark.xfail(not _NEW_CELL, reason="chapter 11b's new exercise-check cell is not applied yet", strict=True)
+# ---- forgetting the /2 was once told "you counted the encoder too" ---------------------------------
 def test_ex4_forgetting_the_half_is_named():
     v = ch11b.ex4.check(lambda c, T: 6 * c.n_decoder_layers * c.d_model * T * (T - 1) * 2)
     assert not v.ok and "you left out the /2" in v.message, v.message
@@ -70,7 +62,6 @@ def test_ex4_forgetting_the_half_is_named():
     assert not v.ok and "encoder's self-attention too" in v.message, v.message
 
 
-@pytest.mark.xfail(not _NEW_CELL, reason="chapter 11b's new exercise-check cell is not applied yet", strict=True)
 def test_ex4_a_table_of_the_checks_own_cases_fails():
     right, seen = _flops(), {}
     assert ch11b.ex4.check(lambda c, T: seen.setdefault((c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, T),

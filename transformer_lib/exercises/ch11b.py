@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['ex4']
 
-# %% ../../chapters/11b_training.ipynb #3bc189c7
+# %% ../../chapters/11b_training.ipynb #4947abda
 from typing import Any, Callable
 
-from . import Exercise, Mistake, call, expect_number
+from . import Exercise, Fresh, Mistake, call, expect_number
 from ..masks import causal_mask
 from ..model import TransformerConfig
 from ..params import transformer_flops
@@ -22,10 +22,15 @@ def _cost_per_score(c: TransformerConfig) -> int:
 
 
 def _check_masked_flops(answer: Callable[..., Any]) -> None:
-    cases = ((TransformerConfig.base(37000), 20, "the base model"),
-             (TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=96, n_heads=6,
+    draw = Fresh()                                       # a model and a length drawn anew at every call
+    h, n_e, n_d = draw.int(1, 8), *draw.ints(2, 1, 8)    # n_e ≠ n_d: the encoder's layers tell themselves apart
+    fresh = TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=h * 8 * draw.int(1, 8), n_heads=h,
+                              n_encoder_layers=n_e, n_decoder_layers=n_d, d_ff=64)
+    cases = ((TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=96, n_heads=6,
                                 n_encoder_layers=3, n_decoder_layers=5, d_ff=192), 7,
               "a model with d_model 96, 6 heads, 3 + 5 layers"),
+             (TransformerConfig.base(37000), 20, "the base model"),
+             (fresh, draw.int(2, 40), f"a model with d_model {fresh.d_model}, {h} heads, {n_e} + {n_d} layers"),
              (TransformerConfig.base(37000), 1, "the base model"))
     for c, T, desc in cases:
         got = expect_number(call(answer, c, T, what="your function"), what=f"your count for {desc} with T = {T}")
@@ -36,6 +41,8 @@ def _check_masked_flops(answer: Callable[..., Any]) -> None:
         n_e, n_d, h = c.n_encoder_layers, c.n_decoder_layers, c.n_heads
         wrong = [(per * T * T, "that is the whole T × T score matrix, which train_flops already counts: the mask "
                                "removes only the entries above the diagonal, T(T − 1)/2 of them"),
+                 (2 * want, "you counted every entry off the diagonal, T(T − 1): the causal mask removes only "
+                            "those above it, T(T − 1)/2 (you left out the /2)"),
                  (per * T * T / 2, "you took half of T × T: the diagonal stays (each position attends to itself), "
                                    "so the mask removes T(T − 1)/2 entries, not T²/2"),
                  (per * T * (T + 1) / 2, "you counted the entries the mask keeps, T(T + 1)/2 with the diagonal; "

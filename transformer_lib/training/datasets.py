@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TrainingData', 'toy_translation_data', 'multi30k_data']
 
-# %% ../../chapters/11b_training.ipynb #46d2467b
+# %% ../../chapters/11b_training.ipynb #99ed8e84
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -35,6 +35,9 @@ class TrainingData:
         decode_tgt: generated ids -> detokenised text (special tokens dropped).
         val_pairs, test_pairs: `(source sentence, reference translation)` pairs, raw text.
         name: a short description for the metrics file.
+        train_rows: optional, `f(epoch) -> (src (N, S), tgt (N, T), order (N,))`: every training
+            pair, padded, and the epoch's order of them; bounded shapes cut their batches from
+            these directly (`bucket_rows`).
     """
     vocab_size: int
     pad_id: int
@@ -47,6 +50,7 @@ class TrainingData:
     val_pairs: Sequence[tuple[str, str]] = ()
     test_pairs: Sequence[tuple[str, str]] = ()
     name: str = ""
+    train_rows: Optional[Callable[[int], tuple[Tensor, Tensor, Tensor]]] = None
 
 
 def _pad_batch(rows: Sequence[Sequence[int]], pad_id: int) -> Tensor:
@@ -122,14 +126,13 @@ def toy_translation_data(n_train: int = 2000, n_val: int = 64, n_test: int = 64,
                         encode_src=_toy_encode, decode_tgt=_toy_decode, val_pairs=val_pairs,
                         test_pairs=test_pairs, name="toy: reversed number words")
 
-# %% ../../chapters/11b_training.ipynb #9e8ac38f
+# %% ../../chapters/11b_training.ipynb #a23b3df3
 def _padded_rows(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
     """Every row in one `(N, L)` tensor right-padded with `pad_id`, and the rows' lengths `(N,)`:
     built once, so that a batch is one indexing operation, not a loop over its sentences."""
-    lens = torch.tensor([len(r) for r in rows])                                 # (N,)
-    out = torch.full((len(rows), int(lens.max())), pad_id, dtype=torch.long)   # (N, L)
-    out[torch.arange(out.shape[1]) < lens[:, None]] = torch.tensor([t for r in rows for t in r])
-    return out, lens
+    out = torch.nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows],
+                                          batch_first=True, padding_value=pad_id)   # (N, L)
+    return out, torch.tensor([len(r) for r in rows])                                   # (N,)
 
 
 def _epoch_batches(batcher: Any, table: tuple[Tensor, Tensor, Tensor, Tensor], epoch: int) -> list[_Pair]:
@@ -191,16 +194,24 @@ def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
         if (rank, world_size) not in batchers:
             batchers[rank, world_size] = TokenBatches(train_ids, cfg.max_tokens, seed=cfg.seed,
                                                       rank=rank, world_size=world_size)
-        b = batchers[rank, world_size]
+        return _epoch_batches(batchers[rank, world_size], padded(), epoch)
+
+    def padded() -> tuple[Tensor, Tensor, Tensor, Tensor]:
         if not table:                                    # every pair padded once, with its specials
+            b = TokenBatches(train_ids, cfg.max_tokens, rank=0, world_size=1)
             table.append((*_padded_rows(b.src, b.pad_id), *_padded_rows(b.tgt, b.pad_id)))
-        return _epoch_batches(b, table[0], epoch)
+        return table[0]
+
+    def train_rows(epoch: int) -> tuple[Tensor, Tensor, Tensor]:
+        src, _, tgt, _ = padded()
+        g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)
+        return src, tgt, torch.randperm(len(src), generator=g)     # (N, S), (N, T), the epoch's order (N,)
 
     limit_note = f", both sides <= {cfg.max_sentence_tokens} tokens" if cfg.max_sentence_tokens else ""
     return TrainingData(
         vocab_size=tok.vocab_size, pad_id=tok.pad_id, bos_id=tok.bos_id, eos_id=tok.eos_id,
         train_batches=train_batches, val_batches=[(b.src, b.tgt) for b in val_batcher],
         encode_src=lambda s: tok.encode(s, eos=True), decode_tgt=tok.decode,
-        val_pairs=val_pairs, test_pairs=test_pairs[:max_test_sentences],
+        val_pairs=val_pairs, test_pairs=test_pairs[:max_test_sentences], train_rows=train_rows,
         name=f"Multi30k de-en: {len(train_ids):,d} training pairs{limit_note}; "
              f"BPE {tok.vocab_size:,d}; test_2016_flickr")

@@ -5,10 +5,11 @@
 # %% auto #0
 __all__ = ['ONEDNN_CACHE_ENV', 'BF16_ENV', 'hardware_info', 'native_bf16', 'keep_freed_memory', 'resolve_bf16', 'resolve_precision', 'resolve_step_path', 'train_flops']
 
-# %% ../../chapters/11b_training.ipynb #9feb4e7e
+# %% ../../chapters/11b_training.ipynb #76c0a657
 import ctypes
 import os
 import platform
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -171,9 +172,25 @@ def train_flops(config: TransformerConfig, src_lens: Union[Sequence[int], Tensor
     T = torch.as_tensor(tgt_lens, dtype=torch.int64).flatten()             # (B,)
     if S.shape != T.shape:
         raise ValueError(f"src_lens and tgt_lens differ in length: {S.numel()} vs {T.numel()}")
-    pairs, counts = torch.unique(torch.stack([S, T], 1), dim=0, return_counts=True)   # (P, 2), (P,)
-    # length-sorted batches hold few distinct (S, T) pairs: chapter 9's formula once for each
-    return float(sum(n * transformer_flops(config, s, t) for (s, t), n in zip(pairs.tolist(), counts.tolist())))
+    # chapter 9's count is a polynomial of degree 2 in S and T: its sum over the batch needs only
+    # the sums of 1, S, T, S², T² and S·T (exact integers), not the formula once for every pair
+    powers = (torch.ones_like(S), S, T, S * S, T * T, S * T)
+    sums = [int(p.sum()) for p in powers]
+    return float(sum(c * x for c, x in zip(_flops_coefficients(config), sums)))
+
+
+def _flops_coefficients(config: TransformerConfig) -> tuple[Fraction, ...]:
+    """The coefficients of 1, S, T, S², T², S·T in `transformer_flops(config, S, T)`, from its
+    values at six points, and checked at a seventh."""
+    f = lambda s, t: Fraction(transformer_flops(config, s, t))
+    f11, f21, f12 = f(1, 1), f(2, 1), f(1, 2)
+    ss, tt = (f(3, 1) - 2 * f21 + f11) / 2, (f(1, 3) - 2 * f12 + f11) / 2
+    st = f(2, 2) - f21 - f12 + f11
+    s1, t1 = f21 - f11 - 3 * ss - st, f12 - f11 - 3 * tt - st
+    coef = (f11 - s1 - t1 - ss - tt - st, s1, t1, ss, tt, st)
+    if f(7, 5) != sum(c * x for c, x in zip(coef, (1, 7, 5, 49, 25, 35))):
+        raise AssertionError("transformer_flops is no longer a polynomial of degree 2 in S and T")
+    return coef
 
 
 def _world() -> tuple[int, int]:
