@@ -25,6 +25,7 @@ help:
 	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16, and with plain kernels and 3 threads, runs them"
 	@echo "make lab    open the chapters' runner editions in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...);"
 	@echo "           LAB_DIR=chapters opens the MyST sources, for editing them"
+	@echo "make pdf    the book as a PDF in each language, into _build/pdf"
 	@echo "make notebooks  write the runner editions (plain notebooks for Colab, Binder, Jupyter) to _build/notebooks"
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
 	@echo "make bench  run the benchmarks in benchmarks/"
@@ -86,6 +87,12 @@ web-model: $(STAMP)
 
 book: export vendor
 	$(PY) scripts/build_book.py
+
+# The book as a PDF in each language, _build/pdf/the-transformer-built.pdf and -zh.pdf: each edition
+# built as one HTML page and printed by the system Chromium (scripts/make_pdf.py, README)
+.PHONY: pdf
+pdf: export vendor
+	$(PY) scripts/make_pdf.py
 
 # The Chinese edition's message catalogues (locales/zh_CN/TRANSLATING.md): extract the English
 # messages (into _build/i18n, apart from the HTML build's doctrees), then update every .po: new

@@ -15,7 +15,9 @@ browser's print of any page uses them too); print.js adds the title page and the
 
 Before printing, in print media and at the width of the printed column, the page is measured:
 code blocks and display equations wider than the column, with the print stylesheet and without.
-The figures go into _build/pdf/<name>.json beside each PDF (tests/test_pdf.py reads them).
+The figures go into _build/pdf/<name>.json beside each PDF (tests/test_pdf.py reads them). Where
+the HTML book is built (`make book`), each PDF is also copied beside it, into _build/html/pdf, where
+the introduction links to it (and the Pages workflow publishes it).
 """
 from __future__ import annotations
 
@@ -34,10 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pikepdf
 import yaml
-from pypdf import PdfReader
 
-from build_book import BUILD, ROOT, TITLES, config_for  # scripts/ is on the path: this file's folder
+from build_book import BUILD, HTML, ROOT, TITLES, config_for  # scripts/ is on the path: this file's folder
 from make_notebooks import book_url
 
 OUT = BUILD / "pdf"
@@ -163,17 +165,18 @@ def print_pdf(page: Any, language: str, target: Path) -> dict[str, Any]:
     """Lay the loaded page out for print, measure it, print it to `target`; the measurements."""
     meta = book_meta(language)
     page.emulate_media(media="print")
+    start = time.perf_counter()
     page.evaluate("(meta) => bookPrint.book(meta)", meta)
     before = page.evaluate("() => bookPrint.measure(false)")
     after = page.evaluate("() => bookPrint.measure(true)")
+    laid_out = time.perf_counter()
     edition = "中文版" if language.startswith("zh") else "English edition"
     header = HEADER.format(m=MARGIN_MM, title=html.escape(meta["title"]), edition=edition)
-    start = time.perf_counter()
     page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
              display_header_footer=True, header_template=header, footer_template=FOOTER,
              margin={"top": "16mm", "bottom": "14mm", "left": f"{MARGIN_MM}mm", "right": f"{MARGIN_MM}mm"})
-    return {"print_s": round(time.perf_counter() - start, 1), "commit": meta["commit"], "site": meta["site"],
-            "without_print_css": before, "with_print_css": after}
+    return {"layout_s": round(laid_out - start, 1), "print_s": round(time.perf_counter() - laid_out, 1),
+            "commit": meta["commit"], "site": meta["site"], "without_print_css": before, "with_print_css": after}
 
 
 def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
@@ -188,18 +191,30 @@ def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
         loaded = time.perf_counter()
         report = print_pdf(page, language, target)
         page.close()
-    report = {"edition": language, "pdf": str(target.relative_to(ROOT)), "pages": len(PdfReader(target).pages),
+    report = {"edition": language, "pdf": str(target.relative_to(ROOT)), "pages": packed(target),
               "megabytes": round(target.stat().st_size / 1e6, 1), "build_s": round(built - start, 1),
               "load_s": round(loaded - built, 1), **report}
     target.with_suffix(".json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    if HTML.is_dir():            # beside the HTML book (`make book`), where its introduction links to it
+        (HTML / "pdf").mkdir(exist_ok=True)
+        shutil.copyfile(target, HTML / "pdf" / target.name)
     return report
+
+
+def packed(target: Path) -> int:
+    """Pack the PDF's objects into compressed object streams (qpdf, through pikepdf): Chromium writes
+    the tagged structure the bookmarks come from as 250,000 plain objects, two thirds of the file.
+    The number of pages."""
+    with pikepdf.open(target, allow_overwriting_input=True) as pdf:
+        pdf.save(target, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True)
+        return len(pdf.pages)
 
 
 def summary(r: dict[str, Any]) -> str:
     """One report as the lines `make pdf` prints."""
     a, b = r["with_print_css"], r["without_print_css"]
     return (f"{r['pdf']}: {r['pages']} pages, {r['megabytes']} MB; built in {r['build_s']} s, "
-            f"loaded in {r['load_s']} s, printed in {r['print_s']} s\n"
+            f"loaded in {r['load_s']} s, laid out and measured in {r['layout_s']} s, printed in {r['print_s']} s\n"
             f"    wider than the column: {a['code_too_wide']} of {a['code_blocks']} code blocks "
             f"({b['code_too_wide']} without the print stylesheet), {a['equations_too_wide']} of "
             f"{a['equations']} display equations ({b['equations_too_wide']} without; {a['equations_shrunk']} shrunk)")
@@ -210,16 +225,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=list(PDF_NAMES), help="print one edition")
     parser.add_argument("--no-build", action="store_true", help="print the single pages built last time")
     args = parser.parse_args(argv)
+    if args.only is None:    # the editions side by side, one process each: each keeps about one core busy
+        again = [sys.executable, __file__] + (["--no-build"] if args.no_build else [])
+        runs = [subprocess.Popen(again + ["--only", language]) for language in PDF_NAMES]
+        return max(run.wait() for run in runs)
     from playwright.sync_api import sync_playwright
     OUT.mkdir(parents=True, exist_ok=True)
-    clipped = 0
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
-        for language in [args.only] if args.only else list(PDF_NAMES):
-            report = make_pdf(browser, language, not args.no_build)
-            print(summary(report), flush=True)
-            clipped += report["with_print_css"]["code_too_wide"] + report["with_print_css"]["equations_too_wide"]
+        report = make_pdf(browser, args.only, not args.no_build)
         browser.close()
+    print(summary(report), flush=True)
+    clipped = report["with_print_css"]["code_too_wide"] + report["with_print_css"]["equations_too_wide"]
     if clipped:
         print(f"warning: {clipped} code blocks or equations wider than the printed column", file=sys.stderr)
     return 0

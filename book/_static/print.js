@@ -103,13 +103,15 @@
     place(liveLine(chapterOf(box)), box, "append");
   }
 
-  function fitEquations() {
+  function fitEquations() {                  // all sizes read first, then all set: one layout, not one per equation
     const print = matchMedia("print").matches;
-    for (const eq of document.querySelectorAll('mjx-container[display="true"]')) {
-      const math = eq.querySelector("mjx-math");
-      if (!math || eq.getClientRects().length === 0) continue;
-      const natural = math.getBoundingClientRect().width / (Number(eq.style.zoom) || 1);
-      const room = print ? eq.getBoundingClientRect().width : Math.min(eq.getBoundingClientRect().width, PRINT_COLUMN_PX);
+    const sizes = [...document.querySelectorAll('mjx-container[display="true"]')].filter((eq) => eq.getClientRects().length)
+      .map((eq) => {
+        const natural = eq.querySelector("mjx-math").getBoundingClientRect().width / (Number(eq.style.zoom) || 1);
+        const room = eq.getBoundingClientRect().width;
+        return [eq, natural, print ? room : Math.min(room, PRINT_COLUMN_PX)];
+      });
+    for (const [eq, natural, room] of sizes) {
       if (natural > room) style(eq, "zoom", String(Math.floor((room / natural) * 1000) / 1000 - 0.005));
     }
   }
