@@ -9,23 +9,18 @@ the GPU's code path makes (`step_path="gpu"`, forced on the CPU), exactly, with 
 - a whole step of the base-size model (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, vocabulary
   8,000) on a batch of about 12,000 padded tokens under bf16 autocast: the step the GPU ran
   before this path existed (chunked loss over the whole grid, `nn.Dropout`, the gradient norm by
-  clipping at infinity, fused Adam) against the GPU path's step (`_forward_backward` with
-  `path="gpu"`, fused Adam).
+  clipping at infinity, fused Adam) against the GPU path's step (`TrainingRun.step` with
+  `step_path="gpu"`, fused Adam, the scheduler's step).
 
-With `--old DIR` (a copy of an earlier `transformer_lib`, renamed `old_tl`, inside DIR) it also
-times the `cpu` preset's step of the earlier library against this one in one process, alternating,
-on the same batches: the CPU's path must not be slower.
-
-    python benchmarks/gpu_path_ops.py [--old /tmp/old] [--rounds 6]
+    python benchmarks/gpu_path_ops.py
 
 Writes benchmarks/results/gpu_path_ops.json.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
+import dataclasses
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -36,8 +31,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from benchmarks._common import OpCounter, machine, write_result  # noqa: E402
 from transformer_lib import Transformer, TransformerConfig, chunked_cross_entropy, make_optimizer  # noqa: E402
-from transformer_lib.training import TrainConfig, teacher_forced_loss  # noqa: E402
-from transformer_lib.training import loop  # noqa: E402
+from transformer_lib.training import TrainConfig, TrainingRun, teacher_forced_loss, toy_translation_data  # noqa: E402
 
 
 def loss_calls(rows: int, chunked: bool, vocab: int = 8000) -> int:
@@ -64,7 +58,8 @@ def base_batch(tokens: int = 12000, seed: int = 0) -> tuple[torch.Tensor, torch.
     return src, tgt
 
 
-def step_calls(kind: str) -> dict:
+def _before_step(src: torch.Tensor, tgt: torch.Tensor) -> OpCounter:
+    """The step a GPU ran before the GPU path: the chunked loss over the whole grid, clipping at infinity."""
     torch.manual_seed(0)
     mcfg = TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=512, n_heads=8,
                              n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.1, max_len=256,
@@ -73,59 +68,38 @@ def step_calls(kind: str) -> dict:
     model.validate_args = False
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(model, fused=True)
-    src, tgt = base_batch()
-    cfg = TrainConfig.from_preset("base", device="cpu", step_path="gpu")
     with OpCounter() as c:
         opt.zero_grad(set_to_none=True)
-        if kind == "before":       # the step a GPU ran before: chunked loss over the whole grid
-            loss = teacher_forced_loss(model, src, tgt, 0.1, 0, amp=True, counted_only=False, chunked=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, float("inf"))
-        else:                      # the GPU path's step
-            loop._forward_backward(model, params, src, tgt, cfg, 0, torch.bfloat16, "gpu")
+        loss = teacher_forced_loss(model, src, tgt, 0.1, 0, amp=True, counted_only=False, chunked=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, float("inf"))
         opt.step()
+    return c
+
+
+def _gpu_path_step(src: torch.Tensor, tgt: torch.Tensor) -> OpCounter:
+    """The GPU path's step, as the loop takes it: a run whose epoch is this one batch (bf16, no bucketing)."""
+    cfg = TrainConfig.from_preset("base", device="cpu", step_path="gpu", precision="bf16", bucket_shapes=False,
+                                  model=dict(dropout=0.1))
+    data = dataclasses.replace(toy_translation_data(n_train=8), vocab_size=8000, val_pairs=(), test_pairs=(),
+                               train_batches=lambda epoch, rank=0, world=1: [(src, tgt)])
+    run = TrainingRun(cfg, data)
+    with OpCounter() as c:
+        run.step()
+    return c
+
+
+def step_calls(kind: str) -> dict:
+    src, tgt = base_batch()
+    c = _before_step(src, tgt) if kind == "before" else _gpu_path_step(src, tgt)
     top = dict(c.calls.most_common(8))
     return {"calls": sum(c.calls.values()), "non_view_calls": c.launches, "top": top, "logit_rows": int(src.shape[0] * 16),
             "padded_tokens": int(src.numel() + tgt.numel())}
 
 
-def cpu_speed(old_dir: str, rounds: int) -> dict:
-    """The `cpu` preset's step, this library's against the earlier one's, alternating in one process."""
-    sys.path.insert(0, old_dir)
-    import old_tl.training.loop as old_loop  # noqa: PLC0415
-    from old_tl.training import TrainConfig as OldConfig  # noqa: PLC0415
-    from old_tl.training import multi30k_data as old_data  # noqa: PLC0415
-    from transformer_lib.training import multi30k_data  # noqa: PLC0415
-    libs = {"before": (old_loop, OldConfig, old_data), "after": (loop, TrainConfig, multi30k_data)}
-    runs, epochs, times = {}, {}, {k: [] for k in libs}
-    for name, (lp, Cfg, mk) in libs.items():
-        cfg = Cfg.from_preset("cpu")
-        data = mk(cfg, tokenizer_path=Path("/tmp/gpu_path_ops_tok.json"))
-        run = lp._start(cfg, data, None, False)
-        runs[name] = (lp, run, data, lp._Window(run.device))
-        epochs[name] = lp._prepare_epoch(data, 0, run, cfg.pad_to_multiple)
-    n = len(epochs["after"].batches)
-    picks = [int(i * n / 8) for i in range(8)]                      # 8 batches spread over the epoch
-    for r in range(rounds + 1):
-        for name in (("before", "after") if r % 2 == 0 else ("after", "before")):
-            lp, run, data, window = runs[name]
-            t0 = time.perf_counter()
-            for i in picks:
-                run.st["batch_index"] = i
-                amp = (False,) if name == "before" else ()            # the earlier _step still took `amp`
-                lp._step(run, run.model, epochs[name], data, *amp, window, None)
-            if r:                                                   # round 0 warms up
-                times[name].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    return {"rounds": rounds, "steps_per_round": len(picks), "median_s": med,
-            "after_over_before": med["after"] / med["before"], "times_s": times}
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--old", default=None, help="folder holding an earlier transformer_lib as old_tl")
-    p.add_argument("--rounds", type=int, default=6)
-    args = p.parse_args(argv)
+    p.parse_args(argv)
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     result: dict = {"machine": machine(), "what": "ATen operator calls (forward + backward [+ Adam]) "
                     "counted with a TorchDispatchMode on a CPU; on a GPU each is a kernel launch or more"}
@@ -138,10 +112,6 @@ def main(argv=None) -> int:
     step["non_view_ratio"] = step["gpu_path"]["non_view_calls"] / step["before"]["non_view_calls"]
     print("base step calls:", {k: (v["calls"], v["non_view_calls"]) if isinstance(v, dict) else round(v, 3)
                                 for k, v in step.items()}, "(all calls, calls that are not views)", flush=True)
-    if args.old:
-        result["cpu_preset_step"] = cpu_speed(args.old, args.rounds)
-        print("cpu preset step:", result["cpu_preset_step"]["median_s"],
-              f"after/before {result['cpu_preset_step']['after_over_before']:.3f}", flush=True)
     write_result("gpu_path_ops", result)
     return 0
 

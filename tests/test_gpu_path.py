@@ -216,20 +216,40 @@ def test_one_plan_for_the_step():
         TrainConfig(precision="fp8")
 
 
-def test_gpu_check_smoke_runs_every_phase(tmp_path):
-    """`scripts/gpu_check.sh --smoke`: the GPU check's phases on a CPU (tiny model, toy task)."""
+def _gpu_check(tmp_path, *args):
     import json
     import os
     import subprocess
     import sys
+    import time
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "WORK": str(tmp_path / "work")}
-    proc = subprocess.run(["bash", str(root / "scripts" / "gpu_check.sh"), "--smoke"], cwd=root, env=env,
+    t0 = time.perf_counter()
+    proc = subprocess.run(["bash", str(root / "scripts" / "gpu_check.sh"), "--smoke", *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=900)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert proc.returncode == 0, (summary.get("status"), proc.stdout[-3000:], proc.stderr[-2000:])
-    assert summary["failed"] == [] and set(summary["status"]) >= {"preflight", "equality", "profile", "train"}
-    assert summary["phases"]["equality"]["ok"] is True
-    assert summary["phases"]["train"]["step_path"] == "gpu" and summary["phases"]["train"]["bucket_shapes"]
-    assert len(list((tmp_path / "out").iterdir())) <= 8
+    assert summary["failed"] == [] and len(list((tmp_path / "out").iterdir())) <= 8
+    return summary, time.perf_counter() - t0
+
+
+def test_gpu_check_smoke_runs_the_core_within_a_minute(tmp_path):
+    """`scripts/gpu_check.sh --smoke`: the GPU check's core on a CPU (tiny model, toy task), in its 60 s."""
+    summary, seconds = _gpu_check(tmp_path)
+    assert summary["status"] == {"preflight": "ok", "equality": "ok", "profile": "ok", "train": "ok",
+                                 "speed": "not asked", "recipes": "not asked"}
+    assert seconds < 75                                             # the core's 60 s, and the summary
+    phases = summary["phases"]
+    assert phases["equality"]["ok"] is True and phases["train"]["status"] == "ok"
+    assert phases["train"]["step_path"] == "gpu" and phases["train"]["bucket_shapes"]
+    assert set(phases["train"]["time_s"]) == {"steps", "batches", "validation", "checkpoints"}
+    assert phases["profile"]["shapes"] == len(phases["profile"]["first_step_s"]) > 1
+
+
+def test_gpu_check_smoke_runs_the_extras_when_asked(tmp_path):
+    summary, _ = _gpu_check(tmp_path, "--extras")
+    speed, recipes = summary["phases"]["speed"], summary["phases"]["recipes"]
+    assert speed["eager"]["shapes"] > 1 and speed["eager-unbucketed"]["shapes"] > speed["eager"]["shapes"]
+    (name, pair), = recipes["runs"].items()                         # a candidate beside the baseline
+    assert set(pair) == {recipes["baseline"], name} and all(isinstance(r, dict) for r in pair.values())
