@@ -27,11 +27,13 @@ import functools
 import html
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -204,10 +206,55 @@ def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
 def packed(target: Path) -> int:
     """Pack the PDF's objects into compressed object streams (qpdf, through pikepdf): Chromium writes
     the tagged structure the bookmarks come from as 250,000 plain objects, two thirds of the file.
-    The number of pages."""
+    Its fonts' text maps name Chinese characters, not radicals (`searchable`). The number of pages."""
     with pikepdf.open(target, allow_overwriting_input=True) as pdf:
+        fonts = {font.objgen: font for page in pdf.pages
+                 for font in page.obj.get("/Resources", {}).get("/Font", {}).values()}
+        for font in fonts.values():
+            cmap = font.get("/ToUnicode")
+            fixed = searchable(cmap.read_bytes()) if cmap is not None else None
+            if fixed is not None:
+                cmap.write(fixed)
         pdf.save(target, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True)
         return len(pdf.pages)
+
+
+BF_BLOCK = re.compile(rb"\d+\s+begin(bfchar|bfrange)(.*?)end\1", re.S)
+BF_CHAR = re.compile(rb"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]*)>")
+BF_RANGE = re.compile(rb"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(<[0-9A-Fa-f]*>|\[[^\]]*\])")
+RADICALS = re.compile("[\u2e80-\u2fdf]")    # CJK radicals (supplement) and Kangxi radicals
+# the supplement's simplified radicals, which NFKC leaves alone, and the characters they look like
+SIMPLIFIED = str.maketrans(dict(zip("⻅⻆⻈⻉⻋⻓⻔⻘⻙⻚⻛⻜⻢⻤⻥⻦⻧⻨⻩⻬⻮⻳", "见角讠贝车长门青韦页风飞马鬼鱼鸟卤麦黄齐齿龟")))
+
+
+def searchable(cmap: bytes) -> bytes | None:
+    """A font's ToUnicode map with every radical replaced by its character (⽂ -> 文, ⻅ -> 见), or None
+    when it has none. Noto CJK draws both with one glyph and Chromium names the glyph by the first
+    code point, the radical's: the PDF's text would not match a search for 文, nor copy as it."""
+    utf16 = lambda h: bytes.fromhex(h.decode()).decode("utf-16-be")  # noqa: E731
+    entries: list[tuple[int, int, str]] = []            # (hex digits of the code, code, text)
+    for kind, body in BF_BLOCK.findall(cmap):
+        if kind == b"bfchar":
+            entries += [(len(src), int(src, 16), utf16(dst)) for src, dst in BF_CHAR.findall(body)]
+            continue
+        for low, high, dst in BF_RANGE.findall(body):
+            count = int(high, 16) - int(low, 16) + 1
+            if dst.startswith(b"["):
+                texts = [utf16(d) for d in re.findall(rb"<([0-9A-Fa-f]*)>", dst)]
+            else:
+                first = utf16(dst[1:-1])
+                texts = [first[:-1] + chr(ord(first[-1]) + i) for i in range(count)]
+            entries += [(len(low), int(low, 16) + i, text) for i, text in enumerate(texts)]
+    if not any(RADICALS.search(text) for _, _, text in entries):
+        return None
+    named = [(width, code, RADICALS.sub(lambda m: unicodedata.normalize("NFKC", m[0].translate(SIMPLIFIED)), text))
+             for width, code, text in entries]
+    lines = [f"<{code:0{width}X}> <{text.encode('utf-16-be').hex().upper()}>" for width, code, text in named]
+    blocks = "".join(f"{len(lines[i:i + 100])} beginbfchar\n" + "\n".join(lines[i:i + 100]) + "\nendbfchar\n"
+                     for i in range(0, len(lines), 100)).encode()
+    start = BF_BLOCK.search(cmap).start()   # type: ignore[union-attr]
+    rest = BF_BLOCK.sub(b"", cmap)
+    return rest[:start] + blocks + rest[start:]
 
 
 def summary(r: dict[str, Any]) -> str:

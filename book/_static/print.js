@@ -213,7 +213,9 @@
       column_px: column.width, code_blocks: code.length, code_too_wide: tooWideCode.length,
       equations: eqs.length, equations_too_wide: tooWideEqs.length,
       equations_shrunk: zooms.filter(([e, z]) => z && Number(z) < 1).length,
-      images: images.length, image_sources: [...new Set(images.map((i) => i.currentSrc))].length,
+      images: images.length,
+      raster_images: new Set(images.map((i) => i.currentSrc).filter((s) => !/\.svg($|\?)/.test(s))).size,
+      svg_images: new Set(images.map((i) => i.currentSrc).filter((s) => /\.svg($|\?)/.test(s))).size,
       examples: tooWideCode.slice(0, 3).map((p) => p.textContent.split("\n").find((l) => l.length > 60) || p.textContent.slice(0, 80))
         .concat(tooWideEqs.slice(0, 3).map((e) => e.getAttribute("aria-label") || e.textContent.slice(0, 80))),
     };
