@@ -154,8 +154,13 @@ unit: $(STAMP)
 nbval: $(STAMP)
 	$(PY) -m pytest chapters $(NBVAL_ARGS)
 
+# Re-execute a chapter, then every chapter that reads what it writes, in order (chapter metadata
+# "book": "reads"/"writes", scripts/execute.py): Make runs a generated file with one stamp per chapter.
+EXECUTE_DIR := _build/execute
 execute: $(STAMP)
-	$(PY) scripts/execute.py $(NB)
+	@test -n "$(NB)" || { echo "usage: make execute NB=chapters/XX.ipynb"; exit 2; }
+	$(PY) scripts/execute.py --makefile $(EXECUTE_DIR)/chapters.mk --since $(NB)
+	$(MAKE) --no-print-directory -f $(EXECUTE_DIR)/chapters.mk PY=$(PY)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -30,11 +30,17 @@ def bf16_result_name(name: str, bf16: bool) -> str:
     return name if bf16 else f"{name}_fp32"
 
 
-def write_result(name: str, result: dict) -> Path:
-    """Write `result` (with the torch version added) to `benchmarks/results/<name>.json`."""
+def write_result(name: str, result: dict, precision: str | None = None) -> Path:
+    """Write `result` to `benchmarks/results/<name>.json` with what produced it: the CPU model
+    (`machine`, unless the result names it), the threads (`threads`, unless the result gives them:
+    the count at the end otherwise), the precision of the figures (`precision`: the argument, else
+    the result's own; "not recorded" where neither says) and the torch version. Chapters print
+    these beside every figure they read from the file."""
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"{name}.json"
-    out.write_text(json.dumps({**result, "torch": torch.__version__}, indent=2) + "\n")
+    record = {"machine": machine(), "threads": torch.get_num_threads(), **result,
+              "precision": precision or result.get("precision", "not recorded"), "torch": torch.__version__}
+    out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {out}")
     return out
 

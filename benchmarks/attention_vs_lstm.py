@@ -98,4 +98,4 @@ if __name__ == "__main__":
               f"{r['median_speed_ratio_lstm_over_attention']:>13.2f}x")
     print(f"slopes of log time vs log L over L >= 256: attention {res['slope_attention_L_ge_256']:.2f}, "
           f"LSTM {res['slope_lstm_L_ge_256']:.2f}")
-    write_result("attention_vs_lstm", res)
+    write_result("attention_vs_lstm", res, precision="float32")

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks._common import write_result  # noqa: E402
 from transformer_lib.training import TrainConfig, make_optimizer  # noqa: E402
 from transformer_lib.model import Transformer  # noqa: E402
 
@@ -85,13 +86,11 @@ def main() -> None:
     e, c = statistics.median(t_eager), statistics.median(t_comp)
     result = {"eager_step_s": e, "compiled_step_s": c, "speedup": e / c,
               "compile_and_first_steps_s": compile_s, "steps": args.steps, "repeats": args.repeats,
-              "threads": 1, "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+              "threads": 1,
               "max_tokens": cfg.max_tokens, "d_model": cfg.d_model, "vocab": vocab}
     print(f"eager {e * 1e3:.0f} ms/step, compiled {c * 1e3:.0f} ms/step: speed-up x{e / c:.2f}; "
           f"compilation + first 3 steps {compile_s:.0f} s")
-    out = Path(__file__).resolve().parent / "results" / "compile_cpu.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("compile_cpu", result, precision="float32")
 
 
 if __name__ == "__main__":

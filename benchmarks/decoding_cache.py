@@ -104,4 +104,4 @@ if __name__ == "__main__":
     print(f"growth 256/64 tokens: cached {res['growth_256_over_64_cached']:.2f}x (target < 6), "
           f"uncached {res['growth_256_over_64_uncached']:.2f}x")
     print(f"speed-up of the cache at 256 tokens: {res['speedup_at_256']:.1f}x (target >= 3)")
-    write_result("decoding_cache", res)
+    write_result("decoding_cache", res, precision="float32")

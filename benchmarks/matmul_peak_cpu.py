@@ -44,7 +44,8 @@ def main() -> None:
                          "bfloat16": best_gflops(args.size, torch.bfloat16)}}
     print(f"{args.threads} threads, n = {args.size}: " +
           ", ".join(f"{k} {v:,.0f} GFLOP/s" for k, v in result["gflops"].items()))
-    write_result(bf16_result_name("matmul_peak_cpu", result["native_bf16"]), result)
+    write_result(bf16_result_name("matmul_peak_cpu", result["native_bf16"]), result,
+                 precision="float32 and bfloat16 (one figure each)")
 
 
 if __name__ == "__main__":

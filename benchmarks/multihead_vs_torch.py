@@ -92,4 +92,4 @@ if __name__ == "__main__":
     print(f"  nn.MultiheadAttention need_weights=True  {res['median_ms_torch_need_weights_true']:6.1f} ms")
     print(f"median speed ratio torch/ours: {res['median_speed_ratio_vs_torch']:.3f}x "
           f"(vs need_weights=True: {res['median_speed_ratio_vs_torch_need_weights_true']:.3f}x)")
-    write_result("multihead_vs_torch", res)
+    write_result("multihead_vs_torch", res, precision="float32")

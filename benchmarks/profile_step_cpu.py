@@ -130,7 +130,10 @@ def main() -> None:
                 print(f"  {k:>38}: {v:5.1%} of the step")
             for k, v in r["operator_shares"].items():
                 print(f"  {k:>38}: {v:5.1%} of the operators' time")
-    write_result(args.out or bf16_result_name("profile_step_cpu", resolve_bf16("auto", "cpu")), result)
+    amp = resolve_bf16("auto", "cpu")
+    threads = {r["threads"] for p in result["presets"].values() for r in p.values()}
+    write_result(args.out or bf16_result_name("profile_step_cpu", amp), {**result, "threads": max(threads)},
+                 precision="bf16 autocast" if amp else "float32")
 
 
 if __name__ == "__main__":

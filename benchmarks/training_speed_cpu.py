@@ -142,7 +142,8 @@ def main() -> None:
     for v in chosen[1:]:
         print(f"{v:>13}: x{result['speedup_vs_previous'][v]:.2f} on the previous, "
               f"x{result['speedup_vs_before'][v]:.2f} on {chosen[0]}")
-    write_result(args.out or bf16_result_name("training_speed_cpu", result["bf16_autocast"]), result)
+    write_result(args.out or bf16_result_name("training_speed_cpu", result["bf16_autocast"]), result,
+                 precision="bf16 autocast" if result["bf16_autocast"] else "float32")
 
 
 if __name__ == "__main__":

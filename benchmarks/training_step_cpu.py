@@ -92,7 +92,8 @@ def main() -> None:
     }
     for n in names:
         print(f"{n:>14}: {result['median_ms'][n]:7.1f} ms/step, x{ratios[n]:.2f} vs fp32 eager")
-    write_result(bf16_result_name("training_step_cpu", result["native_bf16"]), result)
+    write_result(bf16_result_name("training_step_cpu", result["native_bf16"]), {"threads": 1, **result},
+                 precision="float32 and bf16 autocast (one row each)")
 
 
 if __name__ == "__main__":

@@ -236,8 +236,8 @@ def main() -> None:
                        batch=BATCH, length=LENGTH, threads=args.threads, pairs=args.pairs, dropout=0.1,
                        ours_step="nn.Dropout, F.cross_entropy, Adam" if PLAIN else
                        "FastDropout, logits_at counted positions, chunked_cross_entropy, fused Adam"),
-        "machine": {"torch": torch.__version__, "python": platform.python_version(), "cpu": machine(),
-                    "processor": platform.processor() or platform.machine()},
+        "machine": machine(), "threads": args.threads, "precision": "float32",
+        "versions": {"torch": torch.__version__, "python": platform.python_version()},
         "train_step": {**summary(train), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in train_peak.items()}},
         "eval_forward": {**summary(evals), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in eval_peak.items()}},
         "parameters": {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()},

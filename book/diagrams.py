@@ -1105,7 +1105,7 @@ def overview(base: str = "../chapters/", pages: Mapping[int, str] = CHAPTER_PAGE
     D.link_close()
     part(3, 50, 340, 280, 50, "multi-head self-attention", COLORS["attention"], sub="scaled dot-product: ch 1, 2")
     part(6, 50, 270, 280, 44, "add & LayerNorm, feed-forward", COLORS["ffn"])
-    part(8, 50, 214, 280, 40, "dropout at three sites", COLORS["norm"])
+    part(8, 50, 214, 280, 40, "dropout at four sites", COLORS["norm"])
     D.arrow([(190, 438), (190, 392)])
     # decoder
     D.rect(450, 120, 320, 300, stroke=dec, fill=light(dec, 0.06), sw=2, rx=8)

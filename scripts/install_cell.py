@@ -9,8 +9,12 @@
    ``file:///path/to/checkout``); tests/test_publish.py uses it to run the cell in a fresh venv.
 2. **Last code cell: the time of this run and the machine**, glued into the note under the
    chapter's title ("about 35 s on a 2-core CPU"; the CPU model, PyTorch's vector kernels
-   (AVX512, AVX2 ...), threads, torch version, bf16 or float32 training). Not reproducible on
-   another machine, so nbval does not compare its output.
+   (AVX512, AVX2 ...), the threads of each part, torch version, and the precision of the chapter's
+   own training). Not reproducible on another machine, so nbval does not compare its output.
+   The threads come from a hook the first cell registers: after each cell, a new thread count is
+   noted with the chapter's `_note_part` at that moment ("2 threads, then 1 from link 4"). The
+   precision is the chapter's `_note_training`, set in the cell that trains ("training in
+   float32", "training a float64 toy model"); a chapter that sets none trained nothing.
    The runner edition of a chapter (scripts/make_notebooks.py) has a longer first cell,
    `edition_install_cell_source`: in Colab it also clones the repository and works in its
    chapters/ folder, so the chapter's `../book` and `../results` paths resolve.
@@ -47,8 +51,14 @@ def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
 def install_cell_source(url: str, branch: str) -> str:
     return "\n".join([
         f"{INSTALL_MARK}: install it (where it is installed, as with `make lab`, nothing happens).",
-        "import importlib.util, os, time",
-        "_started = time.perf_counter()   # for the note under the title: how long the chapter takes",
+        "import importlib.util, os, sys, time",
+        "_started = time.perf_counter()   # for the note under the title: how long the chapter takes,",
+        "_threads_seen = []               # and on how many threads: each new count after a cell, with `_note_part`",
+        "def _note_threads(*_):",
+        '    _torch = sys.modules.get("torch")',
+        "    if _torch is not None and (not _threads_seen or _threads_seen[-1][0] != _torch.get_num_threads()):",
+        '        _threads_seen.append((_torch.get_num_threads(), globals().get("_note_part")))',
+        'get_ipython().events.register("post_run_cell", _note_threads)',
         'if not all(importlib.util.find_spec(m) for m in ("transformer_lib", "myst_nb")):',
         f'    _source = os.environ.get("TRANSFORMER_LIB_SOURCE", "git+{url}@{branch}")',
         '    %pip install --quiet "transformer-lib[viz,data] @ {_source}" "myst-nb>=1.1"',
@@ -84,11 +94,14 @@ def timer_cell_source() -> str:
         '_rounded = f"{5 * max(1, round(_seconds / 5))} s" if _seconds < 90 else f"{round(_seconds / 30) / 2:g} min"',
         'glue("chapter_run_time", f"about {_rounded} on a {os.cpu_count()}-core CPU", display=False)',
         "import torch",
-        "from transformer_lib import hardware_info, resolve_bf16",
+        "from transformer_lib import hardware_info",
         '_hw = hardware_info("cpu")',
+        "_threads = [f\"{n} thread{'s' * (n != 1)}\" if not i else f\"then {n}\" + (f\" from {part}\" if part else \"\")",
+        "            for i, (n, part) in enumerate(_threads_seen or [(torch.get_num_threads(), None)])]",
+        "# `_note_training`: what the chapter's own training used, set where it trains (none: no training)",
         'glue("chapter_machine", f"{_hw[\'cpu\']} ({torch.backends.cpu.get_cpu_capability()} kernels, "',
-        '     f"{torch.get_num_threads()} threads, torch {torch.__version__}; training in "',
-        '     f"{\'bf16 autocast\' if resolve_bf16(\'auto\', \'cpu\') else \'float32\'})", display=False)',
+        '     f"{\', \'.join(_threads)}, torch {torch.__version__}; "',
+        '     f"{globals().get(\'_note_training\', \'no training\')})", display=False)',
     ])
 
 

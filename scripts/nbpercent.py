@@ -83,10 +83,11 @@ def nb_to_py(nb: nbformat.NotebookNode) -> str:
 
 def to_nb(src: Path, dst: Path) -> None:
     cells = py_to_cells(src.read_text(encoding="utf-8"))
-    old, old_meta = {}, {}
+    old, old_meta, old_book = {}, {}, {}
     if dst.exists():
         old_nb = nbformat.read(dst, as_version=4)
         old_meta = old_nb.metadata.get("widgets")  # saved widget state: the HTML book renders it
+        old_book = old_nb.metadata.get("book")     # what the chapter reads and writes (scripts/execute.py)
         for c in old_nb.cells:
             old.setdefault((c.cell_type, c.source), c)
     for c in cells:  # an unchanged cell keeps its outputs and its metadata (a fold, a collapsed output)
@@ -112,6 +113,8 @@ def to_nb(src: Path, dst: Path) -> None:
     }
     if old_meta:
         nb.metadata["widgets"] = old_meta
+    if old_book:
+        nb.metadata["book"] = old_book
     nbformat.validate(nb)
     nbformat.write(nb, dst)
 

@@ -89,3 +89,29 @@ def test_sweep_is_a_fair_comparison(name):
     times = [r["steps"] * r["probe_s_per_step"] for r in sweep["rows"]]
     assert all(abs(t - sweep["budget_s"]) <= r["probe_s_per_step"] for t, r in zip(times, sweep["rows"]))
     assert len({(r["d_model"], r["layers"]) for r in sweep["rows"]}) == len(sweep["rows"])
+
+
+BENCH = ROOT / "benchmarks" / "results"
+# An operator count, not a timing or a rate: the file names the machine it was counted on, and
+# neither threads nor precision change a count.
+BENCH_COUNTS_ONLY = {"gpu_path_ops.json"}
+
+
+@pytest.mark.parametrize("path", sorted(BENCH.glob("*.json")), ids=lambda p: p.stem)
+def test_every_benchmark_file_names_its_machine_threads_and_precision(path):
+    """`make bench` writes them (benchmarks/_common.write_result); a chapter prints them beside a figure."""
+    record = json.loads(path.read_text())
+    machine = record.get("machine")
+    assert isinstance(machine, str) and machine.strip(), f"{path.name}: no machine"
+    assert machine != "x86_64", f"{path.name}: the architecture only; name the CPU model or say it was not recorded"
+    assert " " in machine or "not recorded" in machine, f"{path.name}: {machine!r} names no CPU model"
+    if path.name in BENCH_COUNTS_ONLY:
+        return
+    assert isinstance(record.get("threads"), int) and record["threads"] >= 1, f"{path.name}: no thread count"
+    assert isinstance(record.get("precision"), str) and record["precision"], f"{path.name}: no precision"
+
+
+def test_chapter_10_prints_the_benchmark_with_its_machine_and_precision():
+    recorded = json.loads((BENCH / "decoding_cache.json").read_text())
+    line = _line(_outputs("10_decoding.ipynb"), "recorded benchmark")
+    assert recorded["machine"] in line and recorded["precision"] in line, line

@@ -1,0 +1,150 @@
+"""No chapter can go stale behind another.
+
+A chapter declares in its metadata (``"book"``) the files it reads that something else writes,
+each with what writes it, and ``scripts/execute.py`` records, when it executes the chapter, the
+content hash of each such file and a fingerprint of the glued values of each chapter it reads
+from. These tests fail when a stored chapter's recorded inputs differ from those on disk (naming
+the chapter to run again), show that the check catches chapter 11b's run changing without
+chapters 12 and 12b being run again (on a copy), and check that ``make execute`` re-runs a
+chapter with its dependents, in order, through Make.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import execute as ex  # noqa: E402
+
+RUN_READERS = ["chapters/12_results_and_attention.ipynb", "chapters/12b_in_the_browser.ipynb"]
+RUN_WRITER = "chapters/11b_training.ipynb"
+
+
+def test_no_chapter_read_inputs_that_changed_since():
+    problems = ex.stale(ROOT)
+    assert not problems, "chapters to execute again:\n" + "\n".join(problems)
+
+
+def test_every_read_names_what_writes_it():
+    graph = ex.graph(ROOT)
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        book = ex.declared(nbformat.read(path, as_version=4))
+        for file, producer in book["reads"].items():
+            assert not file.startswith(("/", "..")), f"{path.name}: {file} is not a path from the root"
+            assert producer, f"{path.name}: nothing named as the writer of {file}"
+            if producer.startswith("chapters/"):
+                assert producer in graph, f"{path.name}: {file}'s writer {producer} is no chapter"
+                assert producer != f"chapters/{path.name}", f"{path.name} names itself as a writer"
+    for reader in RUN_READERS:
+        assert RUN_WRITER in graph[reader], f"{reader} does not declare that it reads {RUN_WRITER}'s run"
+
+
+def _copy(tmp: Path) -> Path:
+    """The run's writer, its readers and every file they read (where it exists), under tmp."""
+    for chapter in [RUN_WRITER, *RUN_READERS]:
+        (tmp / chapter).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / chapter, tmp / chapter)
+        for file in ex.declared(nbformat.read(ROOT / chapter, as_version=4))["reads"]:
+            if (ROOT / file).is_file():
+                (tmp / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(ROOT / file, tmp / file)
+    return tmp
+
+
+def _named(problems: list[str]) -> set[str]:
+    return {p.split(":")[0] for p in problems}
+
+
+def test_a_new_run_of_11b_makes_12_and_12b_stale_with_the_run_on_disk(tmp_path):
+    root = _copy(tmp_path)
+    assert ex.stale(root) == []
+    summary = root / "runs" / "chapter_cpu" / "summary.json"
+    if not summary.is_file():
+        pytest.skip("no run of chapter 11b on disk (a clean clone): the next test covers that case")
+    record = json.loads(summary.read_text())
+    record["train_time_s"] += 1.0                       # 11b trained again: another time
+    summary.write_text(json.dumps(record))
+    problems = ex.stale(root)
+    assert _named(problems) == set(RUN_READERS), problems
+    assert all("runs/chapter_cpu/summary.json" in p and "make execute NB=" in p for p in problems)
+
+
+def test_a_new_run_of_11b_makes_12_and_12b_stale_on_a_clean_clone(tmp_path):
+    root = _copy(tmp_path)
+    shutil.rmtree(root / "runs", ignore_errors=True)    # runs/ is git-ignored: a clean clone has none
+    assert ex.stale(root) == []
+    nb = nbformat.read(root / RUN_WRITER, as_version=4)
+    for cell in nb.cells:                               # 11b executed again: its glued time changes
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            book = out.get("metadata", {}).get("scrapbook")
+            if book and book["name"] == "ch11b_train_time":
+                key = book["mime_prefix"] + "text/plain"
+                out["data"][key] = repr(f"{float(out['data'][key].strip(chr(39))) + 0.1:.1f}")
+    nbformat.write(nb, root / RUN_WRITER)
+    problems = ex.stale(root)
+    assert _named(problems) == set(RUN_READERS), problems
+    assert all(f"{RUN_WRITER} (its glued values)" in p for p in problems)
+
+
+def test_a_chapter_never_recorded_is_named(tmp_path):
+    root = _copy(tmp_path)
+    nb = nbformat.read(root / RUN_READERS[0], as_version=4)
+    del nb.metadata["book"]["recorded"]
+    nbformat.write(nb, root / RUN_READERS[0])
+    assert [p for p in ex.stale(root) if "never recorded" in p][0].startswith(RUN_READERS[0])
+
+
+def _plan(folder: Path, since: str) -> list[str]:
+    """The chapters `make execute NB=since` would execute, in order (Make's dry run)."""
+    mk = folder / "chapters.mk"
+    mk.parent.mkdir(parents=True, exist_ok=True)
+    mk.write_text(ex.makefile(ROOT, (folder / "stamps").as_posix()))
+    ex.prepare_stamps(ROOT, folder / "stamps", since)
+    plan = subprocess.run(["make", "-n", "-f", str(mk), "PY=python"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
+    return [ln.split()[-1] for ln in plan.splitlines() if "scripts/execute.py" in ln]
+
+
+def test_make_execute_runs_a_chapter_then_its_dependents_in_order(tmp_path):
+    assert _plan(tmp_path / "a", RUN_WRITER) == [RUN_WRITER, *RUN_READERS]
+    assert _plan(tmp_path / "b", "chapters/01_qkv_attention.ipynb") == ["chapters/01_qkv_attention.ipynb"]
+    assert _plan(tmp_path / "c", RUN_READERS[0]) == [RUN_READERS[0]]
+
+
+def test_prepare_stamps_rejects_a_missing_chapter(tmp_path):
+    with pytest.raises(ValueError, match="--since"):
+        ex.prepare_stamps(ROOT, tmp_path, "chapters/99_nothing.ipynb")
+
+
+def test_chapter_12_shows_the_run_time_that_11b_glues():
+    glued = {c: ex.glued_values(nbformat.read(ROOT / c, as_version=4)) for c in (RUN_WRITER, RUN_READERS[0])}
+    assert glued[RUN_READERS[0]]["ch12_cpu_minutes"] == glued[RUN_WRITER]["ch11b_train_time"], (
+        "chapter 12 shows another training time than chapter 11b's run: execute chapter 12 again")
+
+
+NOTE = re.compile(r"^(?P<cpu>.+) \((?P<kernels>\w+) kernels, (?P<threads>\d+ threads?(, then \d+( from [^,]+)?)*), "
+                  r"torch (?P<torch>[^;]+); (?P<training>no training|training .+)\)$")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "chapters").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_the_note_under_the_title_says_what_the_chapter_did(path):
+    """The machine, the threads of each part ("2 threads, then 1 from link 4") and the precision of
+    the chapter's own training ("no training" where it trained nothing), in plain grammar."""
+    note = ex.glued_values(nbformat.read(path, as_version=4)).get("chapter_machine")
+    assert note, f"{path.name}: no note glued; run `python scripts/install_cell.py {path.relative_to(ROOT)}`"
+    note = note[1:-1] if note[:1] == note[-1:] and note[:1] in "'\"" else note     # the repr's quotes
+    match = NOTE.match(note)
+    assert match, f"{path.name}: the note {note!r} is not of the form the timer cell writes; execute the chapter again"
+    first, word = match["threads"].split(" ")[:2]
+    assert word.rstrip(",") == ("thread" if first == "1" else "threads"), f"{path.name}: {note!r}"
+    assert "bf16" not in match["training"] or "AVX512" in note or "AMX" in note, \
+        f"{path.name}: bf16 training claimed on a CPU without native bf16: {note!r}"
