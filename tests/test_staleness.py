@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import torch
 import pytest
 
 from conftest import ROOT
@@ -148,3 +149,27 @@ def test_the_note_under_the_title_says_what_the_chapter_did(path):
     assert word.rstrip(",") == ("thread" if first == "1" else "threads"), f"{path.name}: {note!r}"
     assert "bf16" not in match["training"] or "AVX512" in note or "AMX" in note, \
         f"{path.name}: bf16 training claimed on a CPU without native bf16: {note!r}"
+
+
+def test_the_hidden_cells_note_each_thread_count_with_its_part_and_the_training():
+    """The first cell's hook notes a new thread count after each cell, with the chapter's `_note_part`;
+    the last cell glues them and `_note_training` ("no training" where a chapter sets none)."""
+    import install_cell as ic
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)                            # (torch is imported here already: the hook sees it at once)
+    try:
+        for source in (ic.install_cell_source(*ic.repository()), "import torch\ntorch.set_num_threads(2)",
+                       "x = 1", "torch.set_num_threads(1)\n_note_part = 'link 4'", "y = 2"):
+            shell.run_cell(source).raise_error()
+        assert shell.user_ns["_threads_seen"] == [(2, None), (1, "link 4")]
+        shell.run_cell("from unittest import mock\n_glued = {}\n"
+                       "with mock.patch('myst_nb.glue', lambda k, v, display: _glued.__setitem__(k, v)):\n"
+                       "    exec(" + repr(ic.timer_cell_source()) + ")").raise_error()
+        note = shell.user_ns["_glued"]["chapter_machine"]
+        assert NOTE.match(note) and ", 2 threads, then 1 from link 4, " in note and note.endswith("; no training)"), note
+    finally:
+        torch.set_num_threads(threads)
+        InteractiveShell.clear_instance()
