@@ -45,6 +45,8 @@ def test_every_read_names_what_writes_it():
             if producer.startswith("chapters/"):
                 assert producer in graph, f"{path.name}: {file}'s writer {producer} is no chapter"
                 assert producer != f"chapters/{path.name}", f"{path.name} names itself as a writer"
+                writes = ex.declared(nbformat.read(ROOT / producer, as_version=4))["writes"]
+                assert not writes or file in writes, f"{path.name} reads {file} from {producer}, which does not declare it"
     for reader in RUN_READERS:
         assert RUN_WRITER in graph[reader], f"{reader} does not declare that it reads {RUN_WRITER}'s run"
 
