@@ -201,10 +201,15 @@ ALLOWED: dict[str, dict[str, str]] = {
         "16": "16-bit draws: the width in bits of the integers a dropout mask is drawn as (a format)",
         "1,024": "oneDNN's default kernel cache size, ONEDNN_PRIMITIVE_CACHE_CAPACITY (its documentation)",
         "8,192": "the kernel cache size transformer_lib sets on import (its input, training/hardware.py)",
+        "300": "the cpu-full preset's warm-up of 300 steps (a setting, printed in the table of presets)",
+        "60": "the GPU check's 60 seconds of training steps (a setting of scripts/gpu_check.py)",
     },
     "11c_train_cli": {
         "60": "the step count the resumed command asks for (input)",
         "20": "the step count of the two-process run (input)",
+        "25,000": "the paper's batches of about 25000 source and 25000 target tokens (§5.1)",
+        "5,000": "an example card's room for 5000 tokens a side, to show K = 5 (input)",
+        "600": "the default of --dist-timeout, 600 s (a setting, TrainConfig.dist_timeout_s)",
     },
     "12_results_and_attention": {
         "0.6": "the paper's length penalty alpha = 0.6 (§6.1)",

@@ -53,6 +53,7 @@ FIXED: dict[str, str] = {
     "16": "a format: 16-bit dropout draws and 16-bit weights",
     "20": "the max_len the usage example passes",
     "40": "the reading path's limit on a cell's lines (tests/test_reading_path.py)",
+    "60": "a setting: the seconds of training steps in the GPU check's core (scripts/gpu_check.py)",
 }
 
 
