@@ -5,8 +5,9 @@
 # %% auto #0
 __all__ = ['Mistake', 'Verdict', 'Exercise', 'Fresh', 'describe', 'Forbidden', 'call', 'argument_order', 'expect_tensor', 'expect_number', 'expect_close']
 
-# %% ../../chapters/01_qkv_attention.ipynb #d3e6575a
+# %% ../../chapters/01_qkv_attention.ipynb #41e3893d
 import inspect
+import builtins
 import itertools
 import math
 import numbers
@@ -79,21 +80,21 @@ class Fresh:
     def __init__(self) -> None:
         self.gen = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
 
-    def int(self, low: int, high: int) -> int:
+    def int(self, low: builtins.int, high: builtins.int) -> builtins.int:
         """A whole number from `low` to `high`, both included."""
         return int(torch.randint(low, high + 1, (), generator=self.gen))
 
-    def ints(self, k: int, low: int, high: int) -> list[int]:
+    def ints(self, k: builtins.int, low: builtins.int, high: builtins.int) -> list[builtins.int]:
         """`k` different whole numbers from `low` to `high` (in drawing order)."""
         return [low + int(i) for i in torch.randperm(high - low + 1, generator=self.gen)[:k]]
 
-    def float(self, low: float, high: float) -> float:
+    def float(self, low: builtins.float, high: builtins.float) -> builtins.float:
         return low + (high - low) * float(torch.rand((), generator=self.gen, dtype=torch.float64))
 
-    def randn(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def randn(self, *shape: builtins.int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.randn(*shape, generator=self.gen, dtype=dtype)
 
-    def rand(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def rand(self, *shape: builtins.int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.rand(*shape, generator=self.gen, dtype=dtype)
 
 

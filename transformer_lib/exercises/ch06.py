@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex5', 'ex6']
 
-# %% ../../chapters/06_encoder.ipynb #5ffebf56
+# %% ../../chapters/06_encoder.ipynb #3f5211fd
 from typing import Any, Callable
 
 import torch
@@ -108,7 +108,7 @@ def _check_layer_norm(answer: Callable[..., Any]) -> None:
             continue
         gaps = {message: (out.double() - wrong).abs().max().item() for message, wrong in variants.items()
                 if wrong.shape == out.shape}
-        nearest = min(gaps, key=gaps.get)                     # the mistake closest to the answer, if close
+        nearest = min(gaps, key=lambda m: gaps[m])            # the mistake closest to the answer, if close
         if gaps[nearest] < 1e-3:
             raise Mistake(nearest)
         if eps != 1e-5 and _same(out, _ln_variants(x.double(), g_.double(), b_.double(), 1e-5)[""]):

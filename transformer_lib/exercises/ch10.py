@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex2', 'ex3', 'ex4']
 
-# %% ../../chapters/10_decoding.ipynb #cdc86be9
+# %% ../../chapters/10_decoding.ipynb #df132a0d
 from typing import Any
 
 import torch
@@ -158,15 +158,15 @@ def _check_rank_score(fn: Any) -> None:
         want = log_prob / lp
         if torch.allclose(out.double(), want, atol=1e-6, rtol=1e-6):
             continue
-        n = length.double()
+        n_y = length.double()                                   # |Y|, as floats
         wrong = [
             (log_prob * lp, "you multiplied by the length penalty: the score is log P divided by lp(Y)"),
-            (log_prob / ((5 + n) / 6 ** alpha), "(5 + n) / 6 ** alpha divides by 6^α only, because ** binds tighter than /: write ((5 + n) / 6) ** alpha"),
-            (log_prob / (5 + n) ** alpha, "you left out the division by 6^α: GNMT normalises lp so that lp(1) = 1 (the ranking is the same, the scores are not)"),
-            (log_prob / ((5 + n) / 6), "your length penalty ignores α: lp(Y) = ((5 + |Y|) / 6)^α"),
-            (log_prob / n ** alpha, "you used |Y|^α: the GNMT penalty is ((5 + |Y|) / 6)^α, the 5 softening it for short outputs"),
-            (log_prob / length_penalty_gnmt(n + 1, alpha), "your penalty is that of |Y| + 1: |Y| counts the generated tokens, <eos> included, <bos> not"),
-            (log_prob / length_penalty_gnmt(n - 1, alpha), "your penalty is that of |Y| - 1: |Y| counts the generated tokens, <eos> included"),
+            (log_prob / ((5 + n_y) / 6 ** alpha), "(5 + n) / 6 ** alpha divides by 6^α only, because ** binds tighter than /: write ((5 + n) / 6) ** alpha"),
+            (log_prob / (5 + n_y) ** alpha, "you left out the division by 6^α: GNMT normalises lp so that lp(1) = 1 (the ranking is the same, the scores are not)"),
+            (log_prob / ((5 + n_y) / 6), "your length penalty ignores α: lp(Y) = ((5 + |Y|) / 6)^α"),
+            (log_prob / n_y ** alpha, "you used |Y|^α: the GNMT penalty is ((5 + |Y|) / 6)^α, the 5 softening it for short outputs"),
+            (log_prob / length_penalty_gnmt(n_y + 1, alpha), "your penalty is that of |Y| + 1: |Y| counts the generated tokens, <eos> included, <bos> not"),
+            (log_prob / length_penalty_gnmt(n_y - 1, alpha), "your penalty is that of |Y| - 1: |Y| counts the generated tokens, <eos> included"),
             (log_prob - lp, "you subtracted the length penalty: the score is log P divided by lp(Y)"),
         ]
         for w, message in wrong:
