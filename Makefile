@@ -27,7 +27,7 @@ help:
 	@echo "           LAB_DIR=chapters opens the MyST sources, for editing them"
 	@echo "make pdf    the book as a PDF in each language, into _build/pdf"
 	@echo "make notebooks  write the runner editions (plain notebooks for Colab, Binder, Jupyter) to _build/notebooks"
-	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel"
+	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel, then the chapters that read what it writes"
 	@echo "make bench  run the benchmarks in benchmarks/"
 	@echo "make web-model  re-export chapter 12b's in-browser model from runs/chapter_cpu (WEB_RUN=...)"
 	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded run of chapter 12;"

@@ -8,7 +8,7 @@ every attention weight it computes — no server, no kernel, nothing loaded from
 __all__ = ['EncoderGraph', 'DecoderStepGraph', 'export_onnx', 'OnnxTranslation', 'OnnxTranslator', 'onnx_agreement',
            'share_weights_fp16', 'round_to_fp16', 'round_to_int8', 'load_web_model', 'sha256']
 
-# %% ../chapters/12b_in_the_browser.ipynb #d8f257de
+# %% ../chapters/12b_in_the_browser.ipynb #44bced88
 import copy
 import hashlib
 import json
@@ -26,7 +26,7 @@ from .masks import causal_mask
 from .model import DecoderLayer, Transformer, TransformerConfig
 from .multihead import MultiHeadAttention
 
-# %% ../chapters/12b_in_the_browser.ipynb #69214b44
+# %% ../chapters/12b_in_the_browser.ipynb #5761aa46
 def _attend(mha: MultiHeadAttention, x: Tensor, kv: Tensor, mask: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
     """`mha(x, kv, kv, mask)` by the explicit path of chapter 3, returning the weights and the raw scores too."""
     N, Lq = x.shape[0], x.shape[1]
@@ -125,7 +125,7 @@ class DecoderStepGraph(nn.Module):
             x = m.decoder.norm(x)
         return m.project(x[:, -1]), torch.stack(cross), torch.stack(own)   # (N, V), (n_layers, N, h, S), (n_layers, N, h, T)
 
-# %% ../chapters/12b_in_the_browser.ipynb #728c021c
+# %% ../chapters/12b_in_the_browser.ipynb #e86db9af
 def export_onnx(model: Transformer, folder: Union[str, Path], *, opset: int = 18) -> dict[str, Path]:
     """Export `model` as two ONNX files, `encoder.onnx` and `decoder.onnx`, into `folder`.
 
@@ -170,7 +170,7 @@ def export_onnx(model: Transformer, folder: Union[str, Path], *, opset: int = 18
             program.save(str(paths[name]))
     return paths
 
-# %% ../chapters/12b_in_the_browser.ipynb #0ca13eb4
+# %% ../chapters/12b_in_the_browser.ipynb #ff03dfc9
 class OnnxTranslation(NamedTuple):
     """One greedy translation by `OnnxTranslator.greedy`."""
     ids: list[int]                 # <bos> y_1 ... y_n (<eos>)
@@ -347,7 +347,7 @@ def onnx_agreement(model: Transformer, translator: OnnxTranslator, sentences: Se
     return {"sentences": len(torch_out), "identical": same, "max_abs_logit_diff": worst,
             "torch": torch_out, "onnx": onnx_out}
 
-# %% ../chapters/12b_in_the_browser.ipynb #cbcb5527
+# %% ../chapters/12b_in_the_browser.ipynb #5ce895fb
 def share_weights_fp16(paths: dict[str, Path], folder: Union[str, Path], *, weights_name: str = "weights.bin",
                        min_elements: int = 1024) -> dict[str, Any]:
     """Rewrite ONNX files so that their large tensors live, in 16 bits and once each, in one shared file.

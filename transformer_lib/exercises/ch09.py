@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ex1', 'ex2', 'ex3', 'ex4', 'ex5']
 
-# %% ../../chapters/09_parameter_counting.ipynb #8cea7b82
+# %% ../../chapters/09_parameter_counting.ipynb #1f5fd8d7
 import math
 from typing import Any
 
