@@ -33,11 +33,11 @@ help:
 	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded run of chapter 12;"
 	@echo "           TRAIN_ARGS=--resume to continue)"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml book/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --no-deps -e . -e book
 	$(PY) -c 'import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "transformer_book_export.pth").write_text("$(CURDIR)/scripts/export_hooks\n")'
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $@

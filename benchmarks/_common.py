@@ -1,12 +1,10 @@
 """Shared by the benchmark scripts: where results go and how they are written."""
-import collections
 import json
 import os
 import platform
 from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,29 +50,3 @@ def spread_batches(cfg, n_batches: int) -> tuple:
     data = multi30k_data(cfg, os.environ.get("TRANSFORMER_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     epoch = list(data.train_batches(0))
     return data, epoch[::max(1, len(epoch) // n_batches)][:n_batches]
-
-
-class OpCounter(TorchDispatchMode):
-    """Counts the ATen operator calls made inside it (forward and backward; on a GPU each is a kernel
-    launch or more), and apart from them the views, which only relabel memory and launch nothing.
-    Used by `gpu_path_ops.py`, `scripts/gpu_check.py` and `tests/test_gpu_path.py`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: collections.Counter = collections.Counter()
-        self.views = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.overloadpacket.__name__] += 1
-        self.views += bool(func.is_view)
-        return func(*args, **(kwargs or {}))
-
-    @property
-    def total(self) -> int:
-        """All calls."""
-        return sum(self.calls.values())
-
-    @property
-    def launches(self) -> int:
-        """Calls that are not views: an upper bound on the kernels they launch on a GPU (a fused kernel may do several)."""
-        return self.total - self.views

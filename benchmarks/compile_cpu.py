@@ -13,7 +13,6 @@ import argparse
 import json
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -21,10 +20,9 @@ import torch
 import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks._common import write_result  # noqa: E402
-from transformer_lib.training import TrainConfig, make_optimizer  # noqa: E402
-from transformer_lib.model import Transformer  # noqa: E402
+from _common import write_result
+from transformer_lib.training import TrainConfig, make_optimizer
+from transformer_lib.model import Transformer
 
 
 def batches(n: int, vocab: int, max_tokens: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -21,17 +21,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from benchmarks._common import OpCounter, machine, write_result  # noqa: E402
-from transformer_lib import Transformer, TransformerConfig, chunked_cross_entropy, make_optimizer  # noqa: E402
-from transformer_lib.training import TrainConfig, TrainingRun, teacher_forced_loss, toy_translation_data  # noqa: E402
+from _common import machine, write_result
+from booktools.opcount import OpCounter
+from transformer_lib import Transformer, TransformerConfig, chunked_cross_entropy, make_optimizer
+from transformer_lib.training import TrainConfig, TrainingRun, teacher_forced_loss, toy_translation_data
 
 
 def loss_calls(rows: int, chunked: bool, vocab: int = 8000) -> int:

@@ -9,27 +9,12 @@ the run's model FLOPs utilisation on this machine. Writes benchmarks/results/mat
 on a CPU with native bf16, matmul_peak_cpu_fp32.json on one without.
 """
 import argparse
-import sys
-import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import bf16_result_name, machine, write_result  # noqa: E402
-from transformer_lib import native_bf16  # noqa: E402
-
-
-def best_gflops(n: int, dtype: torch.dtype, rounds: int = 7, products: int = 4) -> float:
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    a @ b                                                    # warm-up: kernel selection, caches
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(products):
-            a @ b
-        best = min(best, (time.perf_counter() - t) / products)
-    return 2 * n ** 3 / best / 1e9
+from _common import bf16_result_name, machine, write_result
+from booktools.machine import best_gflops
+from transformer_lib import native_bf16
 
 
 def main() -> None:

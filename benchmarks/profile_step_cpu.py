@@ -28,17 +28,14 @@ loss), the rest; and the ten largest operators. A profile, not a timing test: th
 one machine's.
 """
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import bf16_result_name, machine, spread_batches, write_result  # noqa: E402
-from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, teacher_forced_loss,  # noqa: E402
+from _common import bf16_result_name, machine, spread_batches, write_result
+from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, teacher_forced_loss,
                              make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
 
 GROUPS = {

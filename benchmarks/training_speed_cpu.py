@@ -48,7 +48,6 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
     """In a fresh process: the variant's tokens per second over the timed pass."""
     level = VARIANTS.index(variant)
     os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = "1024" if level < 1 else "8192"
-    sys.path.insert(0, str(ROOT))
     import torch
     import torch.nn.functional as F
 
@@ -57,7 +56,7 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
 
     cfg = TrainConfig.from_preset(preset)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())
-    from benchmarks._common import spread_batches
+    from _common import spread_batches
     data, batches = spread_batches(cfg, n_batches)
     torch.manual_seed(0)
     model = Transformer(cfg.model_config(data.vocab_size, data.pad_id)).train()
@@ -110,8 +109,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.preset, args.batches, args.child)))
         return
-    sys.path.insert(0, str(ROOT))
-    from benchmarks._common import bf16_result_name, machine, write_result
+    from _common import bf16_result_name, machine, write_result
 
     chosen = [v for v in VARIANTS if v in args.variants]
     if len(chosen) < 2 or VARIANTS.index(chosen[-1]) - VARIANTS.index(chosen[0]) != len(chosen) - 1:

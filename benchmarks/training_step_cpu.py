@@ -20,16 +20,13 @@ training_step_cpu_fp32.json on one without (where `bf16` is emulated: a differen
 """
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import bf16_result_name, machine, write_result  # noqa: E402
-from transformer_lib import Transformer, TransformerConfig, make_optimizer, native_bf16  # noqa: E402
+from _common import bf16_result_name, machine, write_result
+from transformer_lib import Transformer, TransformerConfig, make_optimizer, native_bf16
 
 V, B, L = 8000, 32, 40
 

@@ -39,9 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import machine  # noqa: E402
-from transformer_lib import (PositionalEncoding, Transformer, TransformerConfig, chunked_cross_entropy,  # noqa: E402
+from _common import machine
+from transformer_lib import (PositionalEncoding, Transformer, TransformerConfig, chunked_cross_entropy,
                              use_fast_dropout)
 
 # nn.Transformer's eval fast path warns that nested tensors are a prototype; that is not a result.

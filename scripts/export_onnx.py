@@ -38,8 +38,7 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book"))
-from diagrams import COLORS, INK, MUTED  # noqa: E402  (the book's palette, for the page's drawings)
+from booktools.diagrams import COLORS, INK, MUTED  # the book's palette, for the page's drawings
 
 EXAMPLES = [   # German captions for the page's example buttons, written for this book
     "Ein Hund rennt mit einem Ball im Maul über eine Wiese.",

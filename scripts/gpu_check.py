@@ -48,13 +48,12 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
-from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, multi30k_data, plan_step,  # noqa: E402
+from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, multi30k_data, plan_step,
                                       read_metrics, run_training, teacher_forced_loss, toy_translation_data)
-from benchmarks._common import OpCounter  # noqa: E402
+from booktools.opcount import OpCounter
 
 CORE = ("preflight", "equality", "profile", "train")
 EXTRAS = ("speed", "recipes")

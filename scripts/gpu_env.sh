@@ -3,7 +3,7 @@
 # copy the six .gz files there on a machine without the download), and $PY the Python to use:
 # $PYTHON if set; the project's .venv on a machine without a GPU; else the python on the PATH.
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD:$PWD/book${PYTHONPATH:+:$PYTHONPATH}"   # the library and the book's tools (no install there)
 if [ -z "${TRANSFORMER_DATA_DIR:-}" ] && [ -d data/multi30k ]; then
   export TRANSFORMER_DATA_DIR="$PWD/data"
 fi

@@ -38,11 +38,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
-from transformer_lib.training import (TrainConfig, multi30k_data, read_metrics,  # noqa: E402
+from transformer_lib.training import (TrainConfig, multi30k_data, read_metrics,
                                       run_training, toy_translation_data)
 
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s, from NVIDIA's datasheets (SXM parts).

@@ -1,4 +1,4 @@
-"""Write the book's static figures (those outside the notebooks) from book/diagrams.py.
+"""Write the book's static figures (those outside the notebooks) from book/booktools/diagrams.py.
 
     python scripts/make_figures.py          # (re)write book/figures/*.svg
     python scripts/make_figures.py --check  # fail if a committed figure differs from the code
@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book"))
-import diagrams  # noqa: E402
+from booktools import diagrams
 
 FIGURES = {
     # file under book/figures/ -> the drawing; links are relative to book/intro.html

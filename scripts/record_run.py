@@ -13,13 +13,11 @@ import datetime
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from transformer_lib.train import main as train_main  # noqa: E402
+from transformer_lib.train import main as train_main
 
 
 def main() -> None:

@@ -16,13 +16,11 @@ import datetime
 import json
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from transformer_lib.training import (TrainConfig, hardware_info, multi30k_data, read_metrics,  # noqa: E402
+from transformer_lib.training import (TrainConfig, hardware_info, multi30k_data, read_metrics,
                                       run_training)
 
 WARMUP = 200      # steps of linear warm-up

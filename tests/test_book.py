@@ -315,8 +315,7 @@ def test_intro_map_is_drawn_and_its_links_work(figcheck):
 
 
 def diagrams_pages() -> list[str]:
-    sys.path.insert(0, str(ROOT / "book"))
-    import diagrams
+    from booktools import diagrams
     return list(diagrams.CHAPTER_PAGES.values())
 
 
@@ -449,8 +448,7 @@ def test_both_editions_show_the_same_glued_values_maths_and_outputs(built_book, 
     """The translation changes words only: every glued value (a glued text of words in its
     translation), formula, figure and output of the English page is on the Chinese one (a paper's
     quotation adds its English original there)."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from translated_glue import glued_translations
+    from booktools.ext.translated_glue import glued_translations
     words = glued_translations(str(ROOT), "zh_CN")        # glued values that are words, in Chinese
     en = (built_book / "chapters" / f"{nb.stem}.html").read_text(encoding="utf-8")
     zh = (built_book / "zh" / "chapters" / f"{nb.stem}.html").read_text(encoding="utf-8")
@@ -511,7 +509,7 @@ def test_screenshots_of_the_chinese_edition(browser, figcheck, name):
 @pytest.mark.book
 def test_the_chinese_sidebar_names_its_parts_in_chinese(built_book):
     """The table of contents' part captions come from `_toc.yml` after Sphinx translated the page
-    (book/_ext/translated_toc.py translates them): every one is Chinese on every Chinese page."""
+    (book/booktools/ext/translated_toc.py translates them): every one is Chinese on every Chinese page."""
     for page in ("book/intro.html", "chapters/11b_training.html"):
         html = (built_book / "zh" / page).read_text(encoding="utf-8")
         captions = re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">([^<]+)', html)

@@ -1,4 +1,4 @@
-"""The book's diagrams (book/diagrams.py): well-formed SVG with a text alternative, the same on
+"""The book's diagrams (book/booktools/diagrams.py): well-formed SVG with a text alternative, the same on
 every run, one palette, and the committed static figures equal to what the code draws."""
 import re
 import subprocess
@@ -9,8 +9,7 @@ import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "book"))
-import diagrams  # noqa: E402
+from booktools import diagrams
 
 from transformer_lib import TransformerConfig  # noqa: E402
 
@@ -89,7 +88,7 @@ def test_committed_static_figures_equal_the_code():
 
 
 def test_heatmaps_use_the_diagrams_colours():
-    """transformer_lib.viz (the heatmaps' axis labels) and book/diagrams.py share one palette."""
+    """transformer_lib.viz (the heatmaps' axis labels) and book/booktools/diagrams.py share one palette."""
     pytest.importorskip("matplotlib")
     from transformer_lib.viz import COMPONENT_COLORS
 

@@ -33,9 +33,8 @@ from conftest import ROOT
 from test_glue_keys import referenced_keys
 from test_prose_numbers import NUMBER
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_notebooks as mk  # noqa: E402
-from install_cell import INSTALL_MARK  # noqa: E402
+from booktools import editions as mk
+from booktools.install_cell import INSTALL_MARK
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 EXECUTED = ROOT / "chapters" / "01_qkv_attention.ipynb"   # short (seconds), and it reads ../book
@@ -257,8 +256,7 @@ def test_an_edition_runs_top_to_bottom_under_nbval(tmp_path):
 
 # --------------------------------------------------------------------- launch buttons
 
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import launch_editions  # noqa: E402
+from booktools.ext import launch_editions  # noqa: E402
 
 
 def _editions_branch() -> str:

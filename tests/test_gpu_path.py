@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchmarks._common import OpCounter
+from booktools.opcount import OpCounter
 import transformer_lib.training.hardware as hardware
 import transformer_lib.training.loop as loop
 from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, bucket_widths,

@@ -252,9 +252,8 @@ EDITION_OF = ROOT / "chapters" / "01_qkv_attention.ipynb"
 @pytest.fixture
 def lab_editions(tmp_path):
     """JupyterLab over the runner edition of chapter 1, written by scripts/make_notebooks.py."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import make_notebooks
-    [edition] = make_notebooks.write_editions([EDITION_OF], tmp_path / "editions", log=lambda _: None)
+    from booktools import editions
+    [edition] = editions.write_editions([EDITION_OF], tmp_path / "editions", log=lambda _: None)
     # every cell rendered at once (no windowing), so that any cell can be read without scrolling
     yield from _serve(tmp_path, edition.parent, {"windowingMode": "none"})
 
@@ -265,8 +264,7 @@ def test_edition_shows_glued_numbers_and_folds_solutions(lab_editions):
     The markdown goes through jupyterlab-myst, as in `make lab`."""
     from playwright.sync_api import sync_playwright
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import make_notebooks
+    from booktools import editions as make_notebooks
     import nbformat
 
     base, token, notebooks, log = lab_editions

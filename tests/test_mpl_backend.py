@@ -32,8 +32,8 @@ def _env_with_agg():
 
 def _execute(path):
     """scripts/execute.py in a fresh process whose environment says MPLBACKEND=Agg."""
-    code = ("import sys; from pathlib import Path; sys.path.insert(0, 'scripts');"
-            f"import execute; execute.execute(Path({str(path)!r}))")
+    code = ("from pathlib import Path; from booktools import execute;"
+            f"execute.execute(Path({str(path)!r}))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env_with_agg(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -24,8 +24,7 @@ import yaml
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import install_cell  # noqa: E402
+from booktools import install_cell
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
@@ -121,7 +120,7 @@ def test_binder_environment_is_cpu_torch_and_the_projects_pins():
     binder = ROOT / "binder" / "requirements.txt"
     lines = [ln.strip() for ln in binder.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
-    assert lines[-1] == ".", "the book's own package, installed from the checkout"
+    assert lines[-2:] == [".", "./book"], "the library and the book's tools, installed from the checkout"
     ours, project = _pins(binder), _pins(ROOT / "requirements.txt")
     assert ours["torch"] == project["torch"] + "+cpu", "CPU-only torch, same version"
     for name in ("numpy", "matplotlib", "ipywidgets", "jupyterlab", "tokenizers", "num2words", "sacrebleu", "tqdm"):
@@ -169,6 +168,10 @@ def test_install_cell_installs_the_package_in_a_fresh_venv(tmp_path):
             shutil.copy2(f, src / f.name)
     shutil.copytree(ROOT / "transformer_lib", src / "transformer_lib",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "book").mkdir()
+    shutil.copy2(ROOT / "book" / "pyproject.toml", src / "book" / "pyproject.toml")
+    shutil.copytree(ROOT / "book" / "booktools", src / "book" / "booktools",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     venv = tmp_path / "venv"
     base_python = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base_python, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -183,6 +186,7 @@ def test_install_cell_installs_the_package_in_a_fresh_venv(tmp_path):
     script.write_text(
         "import importlib.util, sys\n"
         "assert importlib.util.find_spec('transformer_lib') is None, 'the fresh venv already has it'\n"
+        "assert importlib.util.find_spec('booktools') is None, 'the fresh venv already has the tools'\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "shell = InteractiveShell.instance()\n"
         f"result = shell.run_cell({install_cell.install_cell_source(*install_cell.repository())!r})\n"
@@ -190,6 +194,8 @@ def test_install_cell_installs_the_package_in_a_fresh_venv(tmp_path):
         "import transformer_lib, torch\n"
         "out, w = transformer_lib.attention(torch.ones(1, 2, 4), torch.ones(1, 3, 4), torch.ones(1, 3, 4))\n"
         "print('installed at', transformer_lib.__file__, tuple(out.shape))\n"
+        "from booktools import diagrams\n"
+        "print('tools at', diagrams.__file__)\n"
         f"again = shell.run_cell({install_cell.install_cell_source(*install_cell.repository())!r})\n"
         "again.raise_error()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
@@ -201,6 +207,8 @@ def test_install_cell_installs_the_package_in_a_fresh_venv(tmp_path):
     installed = re.search(r"installed at (\S+) \(1, 2, 4\)", proc.stdout)
     assert installed, proc.stdout
     assert Path(installed.group(1)).is_relative_to(site), f"not installed into the fresh venv: {installed.group(1)}"
+    tools = re.search(r"tools at (\S+)", proc.stdout)
+    assert tools and Path(tools.group(1)).is_relative_to(site), f"the book's tools not installed: {proc.stdout}"
     assert proc.stdout.count("Note: you may need to restart the kernel") == 1, "the second run is a no-op"
 
 

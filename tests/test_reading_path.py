@@ -9,15 +9,13 @@ library's. The browser test (tests/test_book.py) checks that the book shows fold
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import reading_path as rp  # noqa: E402
+from booktools import reading_path as rp
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 

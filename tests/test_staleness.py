@@ -14,7 +14,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -23,8 +22,7 @@ import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import execute as ex  # noqa: E402
+from booktools import execute as ex
 
 RUN_READERS = ["chapters/12_results_and_attention.ipynb", "chapters/12b_in_the_browser.ipynb"]
 RUN_WRITER = "chapters/11b_training.ipynb"
@@ -165,7 +163,7 @@ def test_the_note_under_the_title_says_what_the_chapter_did(path):
 def test_the_hidden_cells_note_each_thread_count_with_its_part_and_the_training():
     """The first cell's hook notes a new thread count after each cell, with the chapter's `_note_part`;
     the last cell glues them and `_note_training` ("no training" where a chapter sets none)."""
-    import install_cell as ic
+    from booktools import install_cell as ic
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()

@@ -20,8 +20,7 @@ from babel.messages.pofile import read_po
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import check_translations as ct  # noqa: E402
+from booktools import translations as ct
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 TERMS = ct.term_index(ct.glossary_terms())

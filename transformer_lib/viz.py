@@ -11,7 +11,7 @@ __all__ = ['COMPONENT_COLORS', 'plot_attention', 'figure_to_png', 'figure_select
 import io
 from typing import Any, Mapping, Optional, Sequence, Union
 
-# The book's visual language: one colour per component, in every diagram (book/diagrams.py
+# The book's visual language: one colour per component, in every diagram (book/booktools/diagrams.py
 # uses the same values) and in the axis labels of every attention heatmap.
 COMPONENT_COLORS = {
     "query": "#D55E00", "key": "#0072B2", "value": "#009E73", "mask": "#5F5F5F",

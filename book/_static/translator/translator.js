@@ -50,7 +50,7 @@ function s(name, attrs = {}, text) {                                // an SVG el
   return e;
 }
 
-// `color` mixed with white: t of the colour, 1 - t of white (book/diagrams.py's light()).
+// `color` mixed with white: t of the colour, 1 - t of white (book/booktools/diagrams.py's light()).
 function light(color, t) {
   const mix = [1, 3, 5].map((i) => Math.round(255 - t * (255 - parseInt(color.slice(i, i + 2), 16))));
   return "#" + mix.map((c) => c.toString(16).padStart(2, "0").toUpperCase()).join("");

@@ -5,8 +5,7 @@ the standard library, writes plain SVG (crisp at any zoom, a few kilobytes each,
 every run, so strict nbval compares it like any other output) and is imported by hidden cells
 of the chapters::
 
-    import sys; sys.path.insert(0, "../book")   # chapters/ is the working directory
-    import diagrams
+    from booktools import diagrams
     diagrams.multi_head(d_model=512, n_heads=8)  # a Diagram; Jupyter shows it as SVG
 
 The visual language (used by every diagram here and by the heatmaps' axis labels in

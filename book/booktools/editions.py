@@ -1,0 +1,463 @@
+"""Runner editions: every chapter as a plain notebook that Jupyter, JupyterLab and Colab render.
+
+The chapters are written in MyST for the book: their prose quotes computed numbers through
+``{glue:text}`` roles, links terms with ``{term}``, cites with ``{cite:t}``, and folds hints and
+solutions into ``:::{dropdown}`` fences. Opened in a front end without a MyST renderer, that
+source shows as raw markup. The edition of a chapter has the chapter's code cells, with their
+outputs, and markdown that any notebook front end renders:
+
+- a glued value is written in as its text (formatted as MyST-NB formats it), a glued figure as
+  the figure (a markdown attachment) with its caption;
+- ``{term}`` links to the glossary of the published book, ``{cite:t}``/``{cite:p}`` read
+  "Vaswani et al. (2017)" / "(Vaswani et al., 2017)" and link to its bibliography, ``{doc}``
+  links to the chapter's edition (a sibling notebook) or to the published page;
+- admonitions become quoted blocks with their title; dropdowns (the hints and solutions) become
+  ``<details>`` folded until clicked; folded code cells stay folded (``jupyter.source_hidden``
+  for JupyterLab, ``cellView: form`` for Colab);
+- the first code cell, which installs the package where it is missing, also fetches the
+  repository when the notebook came alone (Colab), so the chapter's ``../book`` and
+  ``../results`` paths resolve.
+
+A construct this script does not know is an error naming the chapter and the construct, never
+left in the edition. The published book's address comes from ``_config.yml`` (``html.baseurl``
+when set, else the GitHub Pages address of ``repository.url``).
+
+    python scripts/make_notebooks.py                 # all chapters into _build/notebooks/
+    python scripts/make_notebooks.py --out DIR chapters/01_qkv_attention.ipynb
+
+The output folder is laid out as the repository is (``chapters/NN.ipynb``), with links to the
+repository's ``book``, ``results``, ``benchmarks`` and ``runs`` beside it, so an edition opened
+there reads the same files as its chapter. Files are rewritten only when they change.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import copy
+import functools
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import nbformat
+import yaml
+
+from booktools.paths import ROOT
+from booktools import glossary
+from booktools.glossary import GLOSSARY
+from booktools.install_cell import INSTALL_MARK, edition_install_cell_source, repository
+
+OUT = ROOT / "_build" / "notebooks"
+CHAPTERS = ROOT / "chapters"
+BIB = ROOT / "book" / "references.bib"
+# Folders of the repository that chapters read through "../": linked beside the editions.
+SIBLINGS = ("book", "results", "benchmarks", "runs")
+
+ROLE = re.compile(r"\{(?P<name>[\w:+-]+)\}`(?P<body>[^`]*)`")
+# A role, or an inline code span (roles inside code are the code's text, left alone); three
+# backticks and a brace open a directive, not a span.
+INLINE = re.compile(r"(?P<role>\{[\w:+-]+\}`[^`]*`)|(?P<code>(?<!`)(?P<ticks>`+)(?!`)(?!(?<=```)\{).+?(?<!`)(?P=ticks)(?!`))", re.S)
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
+DIRECTIVE_INFO = re.compile(r"^\{(?P<name>[\w:+-]+)\}\s*(?P<arg>.*)$")
+OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+TARGET = re.compile(r"^\((?P<label>[\w:.-]+)\)=\s*$")
+TITLED = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+ADMONITIONS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
+               "error", "seealso")
+_RECORD_TEXT = "text/plain"
+
+
+class EditionError(ValueError):
+    """A construct of a chapter that has no plain-notebook form (named, with the chapter)."""
+
+
+# --------------------------------------------------------------------------- the book's address
+
+def book_url(config: Path = ROOT / "_config.yml") -> str:
+    """The published book's address, ending in "/": html.baseurl, else GitHub Pages of the repository."""
+    cfg = yaml.safe_load(config.read_text(encoding="utf-8"))
+    base = (cfg.get("html") or {}).get("baseurl") or ""
+    if base:
+        return base.rstrip("/") + "/"
+    url, _ = repository(config)
+    m = re.match(r"https://github\.com/(?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?$", url)
+    if not m:
+        raise EditionError(f"repository.url in {config.name}: expected https://github.com/OWNER/REPO "
+                           f"(or set html.baseurl), got {url!r}")
+    return f"https://{m['owner'].lower()}.github.io/{m['repo']}/"
+
+
+# --------------------------------------------------------------------------- glued values
+
+def glued_outputs(nb: nbformat.NotebookNode) -> dict[str, dict]:
+    """key -> the glued mime bundle (prefix removed), from MyST-NB's scrapbook outputs."""
+    found: dict[str, dict] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            book = out.get("metadata", {}).get("scrapbook")
+            if not book:
+                continue
+            prefix = book.get("mime_prefix", "")
+            found[book["name"]] = {mime[len(prefix):]: data for mime, data in out.get("data", {}).items()
+                                   if mime.startswith(prefix)}
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _glued_in(path: Path) -> dict[str, dict]:
+    return glued_outputs(nbformat.read(path, as_version=4))
+
+
+def glue_text(bundle: dict, fmt_spec: str = "s") -> str:
+    """The text MyST-NB pastes for `{glue:text}`key:fmt`` (its own formatter)."""
+    from myst_nb.core.variables import format_plain_text
+    if _RECORD_TEXT not in bundle:
+        raise KeyError("no text/plain in the glued data")
+    text = bundle[_RECORD_TEXT]
+    return format_plain_text("".join(text) if isinstance(text, list) else text, fmt_spec)
+
+
+class Glue:
+    """The glued values of one chapter, and of the chapters it glues from (``path::key``)."""
+
+    def __init__(self, nb: nbformat.NotebookNode, path: Path):
+        self.own, self.folder, self.name = glued_outputs(nb), path.parent, path.name
+
+    def bundle(self, ref: str) -> dict:
+        doc, sep, key = ref.partition("::")
+        table = self.own
+        if sep:
+            other = (self.folder / doc).with_suffix(".ipynb")
+            if not other.exists():
+                raise EditionError(f"{self.name}: glue reference {ref!r}: no notebook {other.name}")
+            table = _glued_in(other.resolve())
+        else:
+            key = doc
+        if key not in table:
+            raise EditionError(f"{self.name}: glued key {key!r} has no value in the stored outputs "
+                               "(execute the chapter: scripts/execute.py)")
+        return table[key]
+
+    def text(self, role_body: str) -> str:
+        ref, fmt = role_body, "s"
+        if ":" in role_body.replace("::", ""):
+            ref, fmt = role_body.rsplit(":", 1)
+        try:
+            return glue_text(self.bundle(ref), fmt)
+        except KeyError as exc:
+            raise EditionError(f"{self.name}: glued key {ref!r}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- citations, terms
+
+@functools.lru_cache(maxsize=None)
+def bibliography(path: Path = BIB) -> dict[str, tuple[str, str]]:
+    """key -> (authors as the book's author-year style writes them, year)."""
+    from pybtex.database import parse_file
+    from pybtex.richtext import Text
+
+    def surname(person) -> str:
+        return Text.from_latex(" ".join(person.prelast_names + person.last_names)).render_as("text")
+
+    table = {}
+    for key, entry in parse_file(str(path)).entries.items():
+        people = [surname(p) for p in entry.persons.get("author", entry.persons.get("editor", []))]
+        if not people:
+            raise EditionError(f"{path.name}: entry {key!r} has no author")
+        names = (people[0] if len(people) == 1 else f"{people[0]} and {people[1]}" if len(people) == 2
+                 else f"{people[0]} et al.")
+        table[key] = (names, entry.fields.get("year", "n.d."))
+    return table
+
+
+def cite(kind: str, body: str, base: str, chapter: str) -> str:
+    keys = [k.strip() for k in body.split(",") if k.strip()]
+    bib = bibliography()
+    missing = [k for k in keys if k not in bib]
+    if missing:
+        raise EditionError(f"{chapter}: citation keys not in {BIB.name}: {missing}")
+    link = f"{base}book/bibliography.html"
+    if kind in ("cite:t", "cite:ts"):
+        return "; ".join(f"[{bib[k][0]} ({bib[k][1]})]({link})" for k in keys)
+    return "(" + "; ".join(f"[{bib[k][0]}, {bib[k][1]}]({link})" for k in keys) + ")"
+
+
+def _titled(body: str) -> tuple[str, str]:
+    m = TITLED.match(body.strip())
+    return (m["title"], m["target"].strip()) if m else (body.strip(), body.strip())
+
+
+@functools.lru_cache(maxsize=None)
+def doc_title(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        text = next(c.source for c in nb.cells if c.cell_type == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    m = re.search(r"^#\s+(.+)$", text, re.M)
+    if not m:
+        raise EditionError(f"{path.name}: no title")
+    return m.group(1).strip()
+
+
+# --------------------------------------------------------------------------- markdown
+
+class Converter:
+    """MyST markdown of one chapter -> CommonMark with HTML that notebook front ends render."""
+
+    def __init__(self, path: Path, glue: Glue, base: str):
+        self.path, self.glue, self.base, self.name = path, glue, base, path.name
+        self.attachments: dict[str, dict] = {}
+
+    # ---- inline
+    def _role(self, name: str, body: str) -> str:
+        if name in ("glue", "glue:text"):
+            return escape_markdown(self.glue.text(body))
+        if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts"):
+            return cite("cite:p" if name == "cite" else name, body, self.base, self.name)
+        if name == "term":
+            text, target = _titled(body)
+            anchor = glossary.anchors().get(target.lower())
+            if anchor is None:
+                raise EditionError(f"{self.name}: {{term}} {target!r} is not in {GLOSSARY.name}")
+            return f"[{text}]({self.base}book/glossary.html#{anchor})"
+        if name == "doc":
+            text, target = _titled(body)
+            return self._doc_link(text if text != target else None, target)
+        if name == "math":
+            return f"${body}$"
+        if name in ("ref", "numref") and TITLED.match(body.strip()):
+            text, target = _titled(body)
+            return f"[{text}](#{target})"
+        raise EditionError(f"{self.name}: role {{{name}}}`{body}` has no plain-notebook form")
+
+    def _doc_link(self, text: Optional[str], target: str) -> str:
+        if target.startswith("/"):
+            rel = Path(target.lstrip("/"))
+        else:
+            folder = (self.path.parent.relative_to(ROOT) if self.path.is_relative_to(ROOT)
+                      else Path("chapters"))   # a copy elsewhere (the tests') stands for chapters/
+            rel = folder / target
+        rel = Path(*_normalise(rel.parts))
+        for suffix in (".ipynb", ".md"):
+            if (ROOT / rel).with_suffix(suffix).exists():
+                source = (ROOT / rel).with_suffix(suffix)
+                break
+        else:
+            raise EditionError(f"{self.name}: {{doc}} target {target!r} does not exist")
+        title = text or doc_title(source)
+        if rel.parent == Path("chapters") and source.suffix == ".ipynb":
+            return f"[{title}]({source.name})"            # the sibling edition
+        return f"[{title}]({self.base}{rel.as_posix()}.html)"
+
+    def inline(self, text: str) -> str:
+        def sub(m: re.Match) -> str:
+            if m["code"]:
+                return m["code"]
+            r = ROLE.fullmatch(m["role"])
+            return self._role(r["name"], r["body"])
+        return INLINE.sub(sub, text)
+
+    # ---- blocks
+    def convert(self, source: str) -> str:
+        return "\n".join(self._blocks(source.split("\n"))).strip("\n")
+
+    def _blocks(self, lines: list[str]) -> list[str]:
+        out: list[str] = []
+        i, paragraph = 0, []
+
+        def flush():
+            if paragraph:
+                out.extend(self.inline("\n".join(paragraph)).split("\n"))
+                paragraph.clear()
+
+        while i < len(lines):
+            line = lines[i]
+            m = FENCE.match(line)
+            t = TARGET.match(line.strip())
+            if t:
+                flush()
+                out.append(f'<a id="{t["label"]}"></a>')
+                i += 1
+                continue
+            if not m:
+                paragraph.append(line)
+                i += 1
+                continue
+            flush()
+            fence, info, indent = m["fence"], m["info"].strip(), m["indent"]
+            closer = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+            j = i + 1
+            while j < len(lines) and not closer.match(lines[j]):
+                j += 1
+            if j == len(lines):
+                raise EditionError(f"{self.name}: fence {line.strip()!r} is never closed")
+            body = [b[len(indent):] if b.startswith(indent) else b for b in lines[i + 1:j]]
+            d = DIRECTIVE_INFO.match(info)
+            if d:
+                out.extend(indent + b if b else b for b in self._directive(d["name"], d["arg"].strip(), body))
+            elif fence[0] == ":":
+                raise EditionError(f"{self.name}: colon fence {line.strip()!r} without a directive")
+            else:
+                out.extend(lines[i:j + 1])                # a code block, verbatim
+            i = j + 1
+        flush()
+        return out
+
+    def _directive(self, name: str, arg: str, body: list[str]) -> list[str]:
+        options: dict[str, str] = {}
+        while body and OPTION.match(body[0]):
+            o = OPTION.match(body[0])
+            options[o["key"]] = o["value"].strip()
+            body = body[1:]
+        inner = self._blocks(body)
+        anchor = [f'<a id="{options["name"]}"></a>', ""] if "name" in options else []
+        if name == "dropdown" or (name in ADMONITIONS + ("admonition",) and "dropdown" in options.get("class", "")):
+            title = self.inline(arg) or name.capitalize()
+            return anchor + ["<details>", f"<summary>{title}</summary>", ""] + inner + ["", "</details>"]
+        if name == "admonition" or name in ADMONITIONS:
+            title = self.inline(arg) if name == "admonition" else (self.inline(arg) or name.capitalize())
+            if not title:
+                raise EditionError(f"{self.name}: admonition without a title")
+            quoted = [f"> **{title}**", ">"] + [("> " + b) if b.strip() else ">" for b in inner]
+            return anchor + quoted
+        if name in ("glue:figure", "glue", "glue:any"):
+            return anchor + self._figure(arg, options, inner)
+        if name == "math":
+            return anchor + ["$$"] + body + ["$$"]
+        raise EditionError(f"{self.name}: directive {{{name}}} has no plain-notebook form")
+
+    def _figure(self, key: str, options: dict, caption: list[str]) -> list[str]:
+        bundle = self.glue.bundle(key)
+        for mime, ext in (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg")):
+            if mime in bundle:
+                data = bundle[mime]
+                data = "".join(data) if isinstance(data, list) else data
+                if mime == "image/svg+xml":   # nbformat keeps svg as text; attachments are base64
+                    data = base64.b64encode(data.encode("utf-8")).decode("ascii")
+                fname = f"{key.split('::')[-1]}.{ext}"
+                self.attachments[fname] = {mime: data}
+                alt = options.get("alt", key).replace("[", "(").replace("]", ")")
+                lines = [f"![{alt}](attachment:{fname})"]
+                break
+        else:
+            lines = [escape_markdown(glue_text(bundle))]
+        if any(c.strip() for c in caption):   # the caption, as the paragraph under the figure
+            lines += [""] + caption
+        return lines
+
+
+def _normalise(parts: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for p in parts:
+        if p == "..":
+            if not out:
+                raise EditionError(f"path leaves the repository: {'/'.join(parts)}")
+            out.pop()
+        elif p not in (".", ""):
+            out.append(p)
+    return out
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|$])")
+
+
+def escape_markdown(text: str) -> str:
+    """A glued value as literal text in markdown (it may hold *, _, |, $ or <)."""
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+# --------------------------------------------------------------------------- notebooks
+
+def edition(path: Path, base: Optional[str] = None, repo: Optional[tuple[str, str]] = None) -> nbformat.NotebookNode:
+    """The runner edition of the chapter at `path` (the chapter itself is not changed)."""
+    path = Path(path).resolve()
+    if not path.exists():
+        raise FileNotFoundError(f"path: no chapter at {path}")
+    nb = nbformat.read(path, as_version=4)
+    base = base or book_url()
+    url, branch = repo or repository()
+    glue = Glue(nb, path)
+    ed = copy.deepcopy(nb)
+    for cell in ed.cells:
+        if cell.cell_type == "markdown":
+            conv = Converter(path, glue, base)
+            cell.source = conv.convert(cell.source)
+            cell.metadata.pop("jupyter", None)   # folded by <details> instead: the summary stays visible
+            if conv.attachments:
+                cell["attachments"] = conv.attachments
+            else:
+                cell.pop("attachments", None)
+        elif cell.cell_type == "code":
+            if INSTALL_MARK in cell.source:
+                cell.source = edition_install_cell_source(url, branch)
+            if cell.metadata.get("jupyter", {}).get("source_hidden"):
+                cell.metadata["cellView"] = "form"   # Colab's fold for a code cell
+    ed.metadata["colab"] = {"name": path.name, "provenance": []}
+    return ed
+
+
+def _link_siblings(out: Path) -> None:
+    for name in SIBLINGS:
+        link, target = out / name, ROOT / name
+        if not target.exists():
+            continue
+        if link.is_symlink() and link.resolve() == target.resolve():
+            continue
+        if link.is_symlink() or link.is_file():
+            link.unlink()
+        elif link.exists():
+            continue   # a real folder (a published copy): keep it
+        link.symlink_to(os.path.relpath(target, out.resolve()), target_is_directory=True)
+
+
+def write_editions(chapters: list[Path], out: Path = OUT, *, link_siblings: bool = True,
+                   log: Callable[[str], None] = print) -> list[Path]:
+    """Write the edition of every chapter to out/chapters/; returns the paths (unchanged files kept)."""
+    if not chapters:
+        raise ValueError("chapters: expected at least one chapter notebook, got none")
+    base, repo = book_url(), repository()
+    folder = Path(out) / "chapters"
+    folder.mkdir(parents=True, exist_ok=True)
+    written, errors = [], []
+    for chapter in chapters:
+        target = folder / Path(chapter).name
+        try:
+            text = nbformat.writes(edition(chapter, base, repo)) + "\n"
+        except EditionError as exc:   # the others are still written; all failures are named at the end
+            errors.append(str(exc))
+            continue
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+            log(f"{target.relative_to(out) if target.is_relative_to(out) else target}: written")
+        written.append(target)
+    if link_siblings:
+        _link_siblings(Path(out))
+    if errors:
+        raise EditionError("\n".join(errors))
+    return written
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="*", type=Path, help="chapter notebooks (default: all)")
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: _build/notebooks)")
+    parser.add_argument("--no-links", action="store_true",
+                        help="do not link book/, results/ ... beside the editions (a published copy has them)")
+    args = parser.parse_args(argv)
+    chapters = args.chapters or sorted(CHAPTERS.glob("*.ipynb"))
+    try:
+        paths = write_editions(chapters, args.out, link_siblings=not args.no_links)
+    except EditionError as exc:
+        print(f"make_notebooks: {exc}", file=sys.stderr)
+        return 1
+    print(f"{len(paths)} runner editions in {args.out}/chapters")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The one reader of the book's MyST: markdown-it-py with MyST-Parser's own plugins.
+
+The HTML book is rendered by MyST-Parser, which parses each page with markdown-it-py and its
+plugins (roles, targets, directives as fences, dollar maths). Every tool that reads chapter prose
+(the runner editions, the translation checker, the glossary reader) reads it through this module,
+so that what a tool calls a role, a code span, a formula or a directive is exactly what the book's
+renderer calls one: no second grammar of regular expressions.
+
+    blocks("...")            # the block tokens (fences, paragraphs, targets) with their line spans
+    inline("...")            # the inline pieces of a paragraph: text, roles, maths, code, links
+    directives("...")        # every directive ({name} fences, ``` or :::) with argument, options, body
+
+The extensions are the book's (`_config.yml`, ``myst_enable_extensions``).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+
+from booktools.paths import ROOT
+
+
+@functools.lru_cache(maxsize=None)
+def parser() -> MarkdownIt:
+    """The markdown-it parser MyST-Parser builds for the book's configuration."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    extensions = set(config.get("parse", {}).get("myst_enable_extensions", []))
+    return create_md_parser(MdParserConfig(enable_extensions=extensions), RendererHTML)
+
+
+def blocks(text: str) -> list[Token]:
+    """The block-level tokens of `text` (a page or a markdown cell), each with `.map` (lines)."""
+    return parser().parse(text)
+
+
+# ---- inline: what a paragraph is made of --------------------------------------------------
+
+@dataclass(frozen=True)
+class Piece:
+    """One inline piece of a paragraph, as MyST reads it.
+
+    kind: "text", "role", "math" (inline or display ``$$``), "code", "link" (its target), or
+    "other" (emphasis markers, line breaks, images ...). `source` is the piece as written in
+    the Markdown (a role with its name and backticks, a formula with its dollars)."""
+    kind: str
+    content: str
+    source: str
+    name: str = ""          # a role's name ("term", "glue:text"), a link's href
+
+
+def _ticks(content: str) -> str:
+    """The shortest run of backticks that does not occur in `content` (how the span was fenced)."""
+    n = 1
+    while "`" * n in content:
+        n += 1
+    return "`" * n
+
+
+def _piece(tok: Token) -> Piece:
+    if tok.type == "myst_role":
+        name, ticks = str(tok.meta["name"]), _ticks(tok.content)
+        return Piece("role", tok.content, f"{{{name}}}{ticks}{tok.content}{ticks}", name)
+    if tok.type in ("math_inline", "math_inline_double"):
+        return Piece("math", tok.content, f"{tok.markup}{tok.content}{tok.markup}")
+    if tok.type == "code_inline":
+        return Piece("code", tok.content, f"{tok.markup}{tok.content}{tok.markup}")
+    if tok.type == "link_open":
+        href = str(tok.attrs.get("href", ""))
+        return Piece("link", href, href, href)
+    if tok.type == "text":
+        return Piece("text", tok.content, tok.content)
+    return Piece("other", tok.content, tok.markup or tok.content)
+
+
+def inline(text: str) -> list[Piece]:
+    """The inline pieces of every paragraph, heading, list item and table cell in `text`, in
+    order (the contents of code blocks and directives' raw bodies are not inline text)."""
+    return [_piece(child) for tok in blocks(text) if tok.type == "inline" for child in tok.children or []]
+
+
+def roles(text: str, name: Optional[str] = None) -> list[Piece]:
+    """The roles of `text` (only those called `name`, when given)."""
+    return [p for p in inline(text) if p.kind == "role" and (name is None or p.name == name)]
+
+
+def plain_text(text: str) -> str:
+    """`text` as words only: its text pieces joined by spaces (roles, maths, code, links' targets
+    and markup dropped; a link's words kept)."""
+    return " ".join(p.content for p in inline(text) if p.kind == "text")
+
+
+# ---- blocks: directives and targets -------------------------------------------------------
+
+@dataclass(frozen=True)
+class Directive:
+    """A MyST directive: ```{name} argument (or :::{name}), its `:key: value` options, its body."""
+    name: str
+    argument: str
+    options: dict[str, str] = field(default_factory=dict)
+    body: str = ""
+    lines: tuple[int, int] = (0, 0)      # first and one-past-last line of the fence in the source
+    fence: str = "```"                   # the fence's marker as written: ```, ````, :::
+
+    @property
+    def body_lines(self) -> list[str]:
+        return self.body.splitlines()
+
+
+def _split_options(content: str) -> tuple[dict[str, str], str]:
+    """The `:key: value` lines at the top of a directive's content, and the rest (its body)."""
+    options: dict[str, str] = {}
+    lines = content.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and lines[i].startswith(":") and ":" in lines[i][1:]:
+        key, _, value = lines[i][1:].partition(":")
+        if not key or " " in key.strip():
+            break
+        options[key.strip()] = value.strip()
+        i += 1
+    return options, "".join(lines[i:]).removeprefix("\n") if i else "".join(lines)
+
+
+def directive_of(tok: Token) -> Optional[Directive]:
+    """The directive a fence token opens, or None for a plain code fence (```python)."""
+    if tok.type not in ("fence", "colon_fence"):
+        return None
+    info = tok.info.strip()
+    if not (info.startswith("{") and "}" in info):
+        return None
+    name, _, argument = info[1:].partition("}")
+    options, body = _split_options(tok.content)
+    start, end = tok.map or (0, 0)
+    return Directive(name.strip(), argument.strip(), options, body, (start, end), tok.markup)
+
+
+def _walk(tokens: list[Token]) -> Iterator[Token]:
+    for tok in tokens:
+        yield tok
+        if tok.children:
+            yield from _walk(tok.children)
+
+
+def directives(text: str, name: Optional[str] = None) -> list[Directive]:
+    """Every directive at the top level of `text`, in order (only those called `name`, when given).
+    A directive's body is not parsed here: call `directives(d.body)` for the ones it nests."""
+    found = [directive_of(tok) for tok in _walk(blocks(text))]
+    return [d for d in found if d is not None and (name is None or d.name == name)]
+
+
+def targets(text: str) -> list[str]:
+    """The labels of the `(label)=` targets of `text`, in order."""
+    return [tok.content for tok in blocks(text) if tok.type == "myst_target"]
+
+
+def titled(content: str) -> tuple[str, str]:
+    """(title, target) of a role's content written `title <target>`; (content, content) if plain.
+    This is how MyST-Parser's roles ({doc}, {ref}, {term}) read their content."""
+    content = content.strip()
+    if content.endswith(">") and "<" in content:
+        title, _, target = content[:-1].rpartition("<")
+        if title.strip():
+            return title.strip(), target.strip()
+    return content, content

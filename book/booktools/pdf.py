@@ -1,0 +1,293 @@
+"""The book as a PDF, in both languages: `make pdf` writes them into _build/pdf.
+
+    .venv/bin/python scripts/make_pdf.py                # both editions
+    .venv/bin/python scripts/make_pdf.py --only zh_CN   # one
+    .venv/bin/python scripts/make_pdf.py --no-build     # print the single pages built last time
+
+Each edition is built by Jupyter Book as one HTML page (`--builder singlehtml`; the Chinese one
+with the configuration scripts/build_book.py writes for it). The page lands in book/ with paths
+relative to the build's root (jupyter-book#2204), so it is copied there; then it is served over
+HTTP and printed by the system Chromium (found as the browser tests find it) through Playwright's
+`page.pdf()`, once MathJax's own promise has resolved and the widgets are drawn: bookmarks from the
+headings (Chromium's tagged PDF outline), page numbers in the footer, links kept inside the PDF.
+The print stylesheet and its script are the book's own, book/_static/print.css and print.js (a
+browser's print of any page uses them too); print.js adds the title page and the contents.
+
+Before printing, in print media and at the width of the printed column, the page is measured:
+code blocks and display equations wider than the column, with the print stylesheet and without.
+The figures go into _build/pdf/<name>.json beside each PDF (tests/test_pdf.py reads them). Where
+the HTML book is built (`make book`), each PDF is also copied beside it, into _build/html/pdf, where
+the introduction links to it (and the Pages workflow publishes it).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import html
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pikepdf
+import yaml
+
+from booktools.build import BUILD, HTML, ROOT, TITLES, config_for
+from booktools.editions import book_url
+
+OUT = BUILD / "pdf"
+PDF_NAMES = {"en": "the-transformer-built", "zh_CN": "the-transformer-built-zh"}
+MARGIN_MM = 15                                   # left and right; the column is 210 - 2 * 15 mm wide
+COLUMN_PX = round((210 - 2 * MARGIN_MM) / 25.4 * 96)
+HEADER = ('<div style="font: 7.5pt sans-serif; color: #777; width: 100%; margin: 0 {m}mm; '
+          'display: flex; justify-content: space-between"><span>{title}</span><span>{edition}</span></div>')
+FOOTER = ('<div style="font: 8pt sans-serif; color: #444; width: 100%; text-align: center">'
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# every widget view whose model is in the page's saved state has been drawn by the embedder
+WIDGETS_DRAWN = f"""() => {{
+  const state = JSON.parse(document.querySelector('script[type="{WIDGET_STATE}"]').textContent).state;
+  return [...document.querySelectorAll('{WIDGET_VIEW}')].every((view) =>
+    !(JSON.parse(view.textContent).model_id in state) || view.parentElement.querySelector('.widget-subarea'));
+}}"""
+
+
+def chromium() -> str:
+    """The system Chromium, as the browser tests find it (Debian's `chromium` package)."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return str(shutil.which(name))
+    raise SystemExit("Chromium not found: install it with `sudo apt-get install chromium` (Debian/Ubuntu)")
+
+
+def edition_config(language: str) -> dict[str, Any]:
+    """The edition's Jupyter Book configuration: `_config.yml`, or build_book.py's for a translation."""
+    if language == "en":
+        return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return config_for(language, BUILD / language)
+
+
+def build_page(language: str) -> Path:
+    """Build the edition as one HTML page and copy it to its build's root; the copy's path."""
+    jb = str(Path(sys.executable).with_name("jupyter-book"))
+    cmd, root = [jb, "build", str(ROOT), "--builder", "singlehtml"], ROOT
+    if language != "en":
+        root = BUILD / language
+        root.mkdir(parents=True, exist_ok=True)
+        config = yaml.safe_dump(edition_config(language), allow_unicode=True, sort_keys=False)
+        (root / "_config.yml").write_text(config, encoding="utf-8")
+        cmd += ["--config", str(root / "_config.yml"), "--path-output", str(root)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{language}: the single-page build failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    return copy_to_root(language)
+
+
+def copy_to_root(language: str) -> Path:
+    """The built single page, copied from book/ to the root its asset paths are relative to."""
+    folder = (ROOT if language == "en" else BUILD / language) / "_build" / "singlehtml"
+    start = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    page = folder / f"{PDF_NAMES[language]}.html"
+    text = (folder / f"{start}.html").read_text(encoding="utf-8")
+    page.write_text(text.replace("</head>", widget_scripts(edition_config(language)) + "\n</head>", 1), encoding="utf-8")
+    return page
+
+
+def widget_scripts(config: dict[str, Any]) -> str:
+    """What MyST-NB writes into each page with widgets and the single page lacks: their state, the embedder."""
+    state: dict[str, Any] = {}
+    for nb in sorted((ROOT / "chapters").glob("*.ipynb")):
+        widgets = json.loads(nb.read_text(encoding="utf-8"))["metadata"].get("widgets", {})
+        state.update(widgets.get(WIDGET_STATE, {}).get("state", {}))
+    body = json.dumps({"version_major": 2, "version_minor": 0, "state": state}).replace("</", "<\\/")
+    tags = [f'<script type="{WIDGET_STATE}">{body}</script>']
+    for path, attrs in config["sphinx"]["config"]["nb_ipywidgets_js"].items():
+        extra = "".join(f' {name}="{html.escape(value)}"' for name, value in attrs.items())
+        tags.append(f'<script src="_static/{path}"{extra}></script>')
+    return "\n".join(tags)
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """An HTTP server on `folder` (modules and the widget embedder need http://): its address."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def book_meta(language: str) -> dict[str, Any]:
+    """What print.js puts on the title page and in the contents (bookPrint.book)."""
+    folder = edition_config("en")["sphinx"]["config"]["language_editions"][language]
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    git = ["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs"]
+    commit, _, date = subprocess.run(git, capture_output=True, text=True).stdout.strip().partition(" ")
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return {"title": TITLES.get(language, edition_config("en")["title"]), "root": toc["root"],
+            "commit": (commit or "unknown") + ("+" if dirty else ""), "date": date or time.strftime("%Y-%m-%d"),
+            "site": book_url() + (f"{folder}/" if folder else ""),
+            "parts": [[c["file"] for c in part["chapters"]] for part in toc["parts"]]}
+
+
+def load(page: Any, url: str) -> None:
+    """Open the page and wait for what it draws: MathJax (its own promise), widgets, the translator."""
+    page.goto(url, wait_until="load", timeout=300_000)
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=120_000)
+    page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    page.wait_for_function(WIDGETS_DRAWN, timeout=120_000)
+    if page.locator("#translator").count():
+        # chapter 12b's translator prints one example: its first, translated in this browser
+        state = "() => document.getElementById('translator').dataset.state"
+        page.wait_for_function(f"() => ['ready', 'error'].includes(({state})())", timeout=120_000)
+        if page.evaluate(state) == "ready":
+            page.click("#tr-go")
+            page.wait_for_function(f"() => ['done', 'error', 'refused'].includes(({state})())", timeout=120_000)
+    page.evaluate("() => Promise.all([...document.images].map((i) => { i.loading = 'eager'; "
+                  "return i.decode().catch(() => null); })).then(() => document.fonts.ready).then(() => true)")
+
+
+def print_pdf(page: Any, language: str, target: Path) -> dict[str, Any]:
+    """Lay the loaded page out for print, measure it, print it to `target`; the measurements."""
+    meta = book_meta(language)
+    page.emulate_media(media="print")
+    start = time.perf_counter()
+    page.evaluate("(meta) => bookPrint.book(meta)", meta)
+    before = page.evaluate("() => bookPrint.measure(false)")
+    after = page.evaluate("() => bookPrint.measure(true)")
+    laid_out = time.perf_counter()
+    edition = "中文版" if language.startswith("zh") else "English edition"
+    header = HEADER.format(m=MARGIN_MM, title=html.escape(meta["title"]), edition=edition)
+    page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
+             display_header_footer=True, header_template=header, footer_template=FOOTER,
+             margin={"top": "16mm", "bottom": "14mm", "left": f"{MARGIN_MM}mm", "right": f"{MARGIN_MM}mm"})
+    return {"layout_s": round(laid_out - start, 1), "print_s": round(time.perf_counter() - laid_out, 1),
+            "commit": meta["commit"], "site": meta["site"], "without_print_css": before, "with_print_css": after}
+
+
+def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
+    """One edition: built as one page (unless `build` is false), printed; its report."""
+    start = time.perf_counter()
+    source = build_page(language) if build else copy_to_root(language)
+    built = time.perf_counter()
+    target = OUT / f"{PDF_NAMES[language]}.pdf"
+    with serve(source.parent) as address:
+        page = browser.new_page(viewport={"width": COLUMN_PX, "height": 1000})
+        load(page, f"{address}/{source.name}")
+        loaded = time.perf_counter()
+        report = print_pdf(page, language, target)
+        page.close()
+    report = {"edition": language, "pdf": str(target.relative_to(ROOT)), "pages": packed(target),
+              "megabytes": round(target.stat().st_size / 1e6, 1), "build_s": round(built - start, 1),
+              "load_s": round(loaded - built, 1), **report}
+    target.with_suffix(".json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    if HTML.is_dir():            # beside the HTML book (`make book`), where its introduction links to it
+        (HTML / "pdf").mkdir(exist_ok=True)
+        shutil.copyfile(target, HTML / "pdf" / target.name)
+    return report
+
+
+def packed(target: Path) -> int:
+    """Pack the PDF's objects into compressed object streams (qpdf, through pikepdf): Chromium writes
+    the tagged structure the bookmarks come from as 250,000 plain objects, two thirds of the file.
+    Its fonts' text maps name Chinese characters, not radicals (`searchable`). The number of pages."""
+    with pikepdf.open(target, allow_overwriting_input=True) as pdf:
+        fonts = {font.objgen: font for page in pdf.pages
+                 for font in page.obj.get("/Resources", {}).get("/Font", {}).values()}
+        for font in fonts.values():
+            cmap = font.get("/ToUnicode")
+            fixed = searchable(cmap.read_bytes()) if cmap is not None else None
+            if fixed is not None:
+                cmap.write(fixed)
+        pdf.save(target, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True)
+        return len(pdf.pages)
+
+
+BF_BLOCK = re.compile(rb"\d+\s+begin(bfchar|bfrange)(.*?)end\1", re.S)
+BF_CHAR = re.compile(rb"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]*)>")
+BF_RANGE = re.compile(rb"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(<[0-9A-Fa-f]*>|\[[^\]]*\])")
+RADICALS = re.compile("[\u2e80-\u2fdf]")    # CJK radicals (supplement) and Kangxi radicals
+# the supplement's simplified radicals, which NFKC leaves alone, and the characters they look like
+SIMPLIFIED = str.maketrans(dict(zip("⻅⻆⻈⻉⻋⻓⻔⻘⻙⻚⻛⻜⻢⻤⻥⻦⻧⻨⻩⻬⻮⻳", "见角讠贝车长门青韦页风飞马鬼鱼鸟卤麦黄齐齿龟")))
+
+
+def searchable(cmap: bytes) -> bytes | None:
+    """A font's ToUnicode map with every radical replaced by its character (⽂ -> 文, ⻅ -> 见), or None
+    when it has none. Noto CJK draws both with one glyph and Chromium names the glyph by the first
+    code point, the radical's: the PDF's text would not match a search for 文, nor copy as it."""
+    utf16 = lambda h: bytes.fromhex(h.decode()).decode("utf-16-be")  # noqa: E731
+    entries: list[tuple[int, int, str]] = []            # (hex digits of the code, code, text)
+    for kind, body in BF_BLOCK.findall(cmap):
+        if kind == b"bfchar":
+            entries += [(len(src), int(src, 16), utf16(dst)) for src, dst in BF_CHAR.findall(body)]
+            continue
+        for low, high, dst in BF_RANGE.findall(body):
+            count = int(high, 16) - int(low, 16) + 1
+            if dst.startswith(b"["):
+                texts = [utf16(d) for d in re.findall(rb"<([0-9A-Fa-f]*)>", dst)]
+            else:
+                first = utf16(dst[1:-1])
+                texts = [first[:-1] + chr(ord(first[-1]) + i) for i in range(count)]
+            entries += [(len(low), int(low, 16) + i, text) for i, text in enumerate(texts)]
+    if not any(RADICALS.search(text) for _, _, text in entries):
+        return None
+    named = [(width, code, RADICALS.sub(lambda m: unicodedata.normalize("NFKC", m[0].translate(SIMPLIFIED)), text))
+             for width, code, text in entries]
+    lines = [f"<{code:0{width}X}> <{text.encode('utf-16-be').hex().upper()}>" for width, code, text in named]
+    blocks = "".join(f"{len(lines[i:i + 100])} beginbfchar\n" + "\n".join(lines[i:i + 100]) + "\nendbfchar\n"
+                     for i in range(0, len(lines), 100)).encode()
+    start = BF_BLOCK.search(cmap).start()   # type: ignore[union-attr]
+    rest = BF_BLOCK.sub(b"", cmap)
+    return rest[:start] + blocks + rest[start:]
+
+
+def summary(r: dict[str, Any]) -> str:
+    """One report as the lines `make pdf` prints."""
+    a, b = r["with_print_css"], r["without_print_css"]
+    return (f"{r['pdf']}: {r['pages']} pages, {r['megabytes']} MB; built in {r['build_s']} s, "
+            f"loaded in {r['load_s']} s, laid out and measured in {r['layout_s']} s, printed in {r['print_s']} s\n"
+            f"    wider than the column: {a['code_too_wide']} of {a['code_blocks']} code blocks "
+            f"({b['code_too_wide']} without the print stylesheet), {a['equations_too_wide']} of "
+            f"{a['equations']} display equations ({b['equations_too_wide']} without; {a['equations_shrunk']} shrunk)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=list(PDF_NAMES), help="print one edition")
+    parser.add_argument("--no-build", action="store_true", help="print the single pages built last time")
+    args = parser.parse_args(argv)
+    if args.only is None:    # the editions side by side, one process each: each keeps about one core busy
+        again = [sys.executable, "-m", "booktools.pdf"] + (["--no-build"] if args.no_build else [])
+        runs = [subprocess.Popen(again + ["--only", language]) for language in PDF_NAMES]
+        return max(run.wait() for run in runs)
+    from playwright.sync_api import sync_playwright
+    OUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
+        report = make_pdf(browser, args.only, not args.no_build)
+        browser.close()
+    print(summary(report), flush=True)
+    clipped = report["with_print_css"]["code_too_wide"] + report["with_print_css"]["equations_too_wide"]
+    if clipped:
+        print(f"warning: {clipped} code blocks or equations wider than the printed column", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
