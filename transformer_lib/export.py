@@ -348,6 +348,48 @@ def onnx_agreement(model: Transformer, translator: OnnxTranslator, sentences: Se
             "torch": torch_out, "onnx": onnx_out}
 
 # %% ../chapters/12b_in_the_browser.ipynb #5ce895fb
+class _SharedWeights:
+    """The one file of 16-bit weights that several ONNX graphs point into: each distinct tensor once,
+    at a 64-byte aligned offset, with counts of what was written and what was found already there."""
+
+    def __init__(self, weights_name: str):
+        self.weights_name, self.blob = weights_name, bytearray()
+        self.where: dict[str, tuple[int, int]] = {}        # sha256 of the fp16 bytes -> (offset, length)
+        self.n_tensors = self.n_shared = self.saved = 0
+
+    def place(self, data: bytes) -> tuple[int, int]:
+        """(offset, length) of `data` in the file: written there unless the same bytes already are."""
+        key = hashlib.sha256(data).hexdigest()
+        if key in self.where:
+            self.n_shared, self.saved = self.n_shared + 1, self.saved + len(data)
+        else:
+            self.blob.extend(b"\0" * (-len(self.blob) % 64))     # 64-byte aligned offsets
+            self.where[key] = (len(self.blob), len(data))
+            self.blob.extend(data)
+        return self.where[key]
+
+    def externalise(self, g: Any, min_elements: int) -> None:
+        """Move graph `g`'s float32 initializers of at least `min_elements` values into the file as
+        float16, each read back through a `Cast` to float32 placed first in the graph."""
+        from onnx import TensorProto, helper, numpy_helper
+        casts = []
+        for init in list(g.initializer):
+            if init.data_type != TensorProto.FLOAT or int(np.prod(init.dims)) < min_elements:
+                continue
+            offset, length = self.place(numpy_helper.to_array(init).astype(np.float16).tobytes())
+            half = TensorProto(name=init.name + "_fp16", data_type=TensorProto.FLOAT16, dims=init.dims,
+                               data_location=TensorProto.EXTERNAL)
+            for k, v in (("location", self.weights_name), ("offset", str(offset)), ("length", str(length))):
+                half.external_data.add(key=k, value=v)
+            g.initializer.remove(init)
+            g.initializer.append(half)
+            casts.append(helper.make_node("Cast", [half.name], [init.name], to=TensorProto.FLOAT,
+                                          name=init.name + "_to_float"))
+            self.n_tensors += 1
+        for node in reversed(casts):
+            g.node.insert(0, node)                         # the casts first: the graph stays sorted
+
+
 def share_weights_fp16(paths: dict[str, Path], folder: Union[str, Path], *, weights_name: str = "weights.bin",
                        min_elements: int = 1024) -> dict[str, Any]:
     """Rewrite ONNX files so that their large tensors live, in 16 bits and once each, in one shared file.
@@ -370,52 +412,24 @@ def share_weights_fp16(paths: dict[str, Path], folder: Union[str, Path], *, weig
         `{"files": {name: path}, "weights": path, "tensors": n, "shared": n_written_once_for_two, "bytes_saved": b}`.
     """
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
     if isinstance(min_elements, bool) or not isinstance(min_elements, int) or min_elements < 1:
         raise ValueError(f"`min_elements` must be an int >= 1, got {min_elements!r}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    blob = bytearray()
-    where: dict[str, tuple[int, int]] = {}                 # sha256 of the fp16 bytes -> (offset, length)
-    n_tensors = n_shared = saved = 0
-    out: dict[str, Path] = {}
+    shared, out = _SharedWeights(weights_name), {}
     for name, src in paths.items():
         m = onnx.load(str(src))
-        g = m.graph
-        casts = []
-        for init in list(g.initializer):
-            if init.data_type != TensorProto.FLOAT or int(np.prod(init.dims)) < min_elements:
-                continue
-            data = numpy_helper.to_array(init).astype(np.float16).tobytes()
-            key = hashlib.sha256(data).hexdigest()
-            if key in where:
-                n_shared, saved = n_shared + 1, saved + len(data)
-            else:
-                blob.extend(b"\0" * (-len(blob) % 64))     # 64-byte aligned offsets
-                where[key] = (len(blob), len(data))
-                blob.extend(data)
-            offset, length = where[key]
-            half = TensorProto(name=init.name + "_fp16", data_type=TensorProto.FLOAT16, dims=init.dims,
-                               data_location=TensorProto.EXTERNAL)
-            for k, v in (("location", weights_name), ("offset", str(offset)), ("length", str(length))):
-                half.external_data.add(key=k, value=v)
-            g.initializer.remove(init)
-            g.initializer.append(half)
-            casts.append(helper.make_node("Cast", [half.name], [init.name], to=TensorProto.FLOAT,
-                                          name=init.name + "_to_float"))
-            n_tensors += 1
-        for node in reversed(casts):
-            g.node.insert(0, node)                         # the casts first: the graph stays sorted
-        for node in g.node:                                # the exporter's notes (Python stack traces)
+        shared.externalise(m.graph, min_elements)
+        for node in m.graph.node:                          # the exporter's notes (Python stack traces)
             del node.metadata_props[:]
             node.doc_string = ""
         out[name] = folder / Path(src).name
         onnx.save(m, str(out[name]))
-    (folder / weights_name).write_bytes(bytes(blob))
+    (folder / weights_name).write_bytes(bytes(shared.blob))
     for p in out.values():
         onnx.checker.check_model(str(p))
-    return {"files": out, "weights": folder / weights_name, "tensors": n_tensors, "shared": n_shared,
-            "bytes_saved": saved}
+    return {"files": out, "weights": folder / weights_name, "tensors": shared.n_tensors, "shared": shared.n_shared,
+            "bytes_saved": shared.saved}
 
 
 def round_to_fp16(model: Transformer, min_elements: int = 1024) -> Transformer:

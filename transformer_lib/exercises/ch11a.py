@@ -40,18 +40,16 @@ def _pairs_batches(out: Any) -> tuple[float, float]:
     return pairs, batches
 
 
-def _check_paper_batches(answer: Callable[..., Any]) -> None:
-    got, want = [], []
-    for src, tgt, tokens in _CASES:
-        got.append(_pairs_batches(call(answer, src.copy(), tgt.copy(), tokens, what="your paper_batches")))
-        pairs = 2 * tokens / (src.mean() + tgt.mean())
-        want.append((pairs, len(src) / pairs))
-    # each mistake as a formula for (pairs per batch, batches per epoch), tried on every case
-    ms = [src.mean() for src, _, _ in _CASES]
-    mt = [tgt.mean() for _, tgt, _ in _CASES]
-    n = [len(src) for src, _, _ in _CASES]
-    tok = [tokens for _, _, tokens in _CASES]
-    pair_mistakes = [
+def _paper_case_stats() -> tuple[list[float], list[float], list[int], list[int]]:
+    """Mean source and target lengths, pairs and token budget of each of `_CASES`."""
+    return ([float(src.mean()) for src, _, _ in _CASES], [float(tgt.mean()) for _, tgt, _ in _CASES],
+            [len(src) for src, _, _ in _CASES], [tokens for _, _, tokens in _CASES])
+
+
+def _paper_pair_mistakes() -> list[tuple[list[float], str]]:
+    """Each mistake in the pairs per batch, as a formula tried on every case, and what it says."""
+    ms, mt, _, tok = _paper_case_stats()
+    return [
         ([t for t in tok], "you counted sentences, not tokens: a batch of 25,000 source and 25,000 target tokens holds "
                            "2 × tokens / (mean source + mean target length) pairs"),
         ([2 * t for t in tok], "you counted sentences, not tokens: a batch of 25,000 source and 25,000 target tokens holds "
@@ -76,17 +74,12 @@ def _check_paper_batches(answer: Callable[..., Any]) -> None:
         ([50_000 / (a + b) for a, b in zip(ms, mt)], "your answer ignores the argument `tokens` (it assumes 25,000): "
                                                      "use the budget it is given"),
     ]
-    if all(abs(g[0] - w[1]) <= 1 and abs(g[1] - w[0]) <= max(1, 1e-3 * w[0]) for g, w in zip(got, want)):
-        raise Mistake("you swapped the two numbers: return (pairs per batch, batches per epoch)")
-    for formula, message in pair_mistakes:
-        if any(abs(g[0] - w[0]) > max(1, 1e-3 * w[0]) for g, w in zip(got, want)) and \
-                all(abs(g[0] - f) <= max(1, 1e-3 * f) for g, f in zip(got, formula)):
-            raise Mistake(message)
-    for (g, _), (w, _), (src, tgt, tokens) in zip(got, want, _CASES):
-        if abs(g - w) > max(1, 1e-3 * w):
-            raise Mistake(f"for {len(src):,} pairs of mean lengths {src.mean():.2f} (source) and {tgt.mean():.2f} "
-                          f"(target) and tokens={tokens:,}, a batch holds {w:.1f} pairs; you gave {g:.1f}")
-    batch_mistakes = [
+
+
+def _paper_batch_mistakes() -> list[tuple[list[float], str]]:
+    """Each mistake in the batches per epoch, as a formula tried on every case, and what it says."""
+    ms, mt, n, tok = _paper_case_stats()
+    return [
         ([k / t for k, t in zip(n, tok)], "batches per epoch: you divided the number of pairs by tokens; divide "
                                           "the corpus's tokens (both sides) by the batch's 2 × tokens"),
         ([k * a / t for k, a, t in zip(n, ms, tok)], "batches per epoch: you counted the source tokens only; divide "
@@ -97,6 +90,25 @@ def _check_paper_batches(answer: Callable[..., Any]) -> None:
          "batches per epoch: you divided both sides' tokens by tokens; a batch holds 2 × tokens (you gave twice "
          "as many batches)"),
     ]
+
+
+def _check_paper_batches(answer: Callable[..., Any]) -> None:
+    got, want = [], []
+    for src, tgt, tokens in _CASES:
+        got.append(_pairs_batches(call(answer, src.copy(), tgt.copy(), tokens, what="your paper_batches")))
+        pairs = 2 * tokens / (src.mean() + tgt.mean())
+        want.append((pairs, len(src) / pairs))
+    pair_mistakes, batch_mistakes = _paper_pair_mistakes(), _paper_batch_mistakes()
+    if all(abs(g[0] - w[1]) <= 1 and abs(g[1] - w[0]) <= max(1, 1e-3 * w[0]) for g, w in zip(got, want)):
+        raise Mistake("you swapped the two numbers: return (pairs per batch, batches per epoch)")
+    for formula, message in pair_mistakes:
+        if any(abs(g[0] - w[0]) > max(1, 1e-3 * w[0]) for g, w in zip(got, want)) and \
+                all(abs(g[0] - f) <= max(1, 1e-3 * f) for g, f in zip(got, formula)):
+            raise Mistake(message)
+    for (g, _), (w, _), (src, tgt, tokens) in zip(got, want, _CASES):
+        if abs(g - w) > max(1, 1e-3 * w):
+            raise Mistake(f"for {len(src):,} pairs of mean lengths {src.mean():.2f} (source) and {tgt.mean():.2f} "
+                          f"(target) and tokens={tokens:,}, a batch holds {w:.1f} pairs; you gave {g:.1f}")
     for formula, message in batch_mistakes:
         if all(abs(g[1] - f) <= 1 for g, f in zip(got, formula)) and \
                 any(abs(g[1] - w[1]) > 1 for g, w in zip(got, want)):

@@ -146,6 +146,48 @@ def _epoch_batches(batcher: Any, table: tuple[Tensor, Tensor, Tensor, Tensor], e
     return out
 
 
+class _TrainingSet:
+    """The training pairs as a run takes them: each rank's batches of an epoch (`batches`), and every
+    pair's row with the epoch's order (`rows`), both cut from one table of padded rows built once."""
+
+    def __init__(self, train_ids: list[tuple[list[int], list[int]]], cfg: TrainConfig):
+        self.train_ids, self.cfg = train_ids, cfg
+        self.batchers: dict[tuple[int, int], Any] = {}
+        self.table: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
+
+    def batches(self, epoch: int, rank: int = 0, world_size: int = 1) -> Sequence[_Pair]:
+        from transformer_lib.data import TokenBatches
+        if (rank, world_size) not in self.batchers:
+            self.batchers[rank, world_size] = TokenBatches(self.train_ids, self.cfg.max_tokens, seed=self.cfg.seed,
+                                                           rank=rank, world_size=world_size)
+        return _epoch_batches(self.batchers[rank, world_size], self.padded(), epoch)
+
+    def padded(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        from transformer_lib.data import TokenBatches
+        if not self.table:                               # every pair padded once, with its specials
+            b = TokenBatches(self.train_ids, self.cfg.max_tokens, rank=0, world_size=1)
+            self.table.append((*_padded_rows(b.src, b.pad_id), *_padded_rows(b.tgt, b.pad_id)))
+        return self.table[0]
+
+    def rows(self, epoch: int) -> tuple[Tensor, Tensor, Tensor]:
+        src, _, tgt, _ = self.padded()
+        g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + epoch)
+        return src, tgt, torch.randperm(len(src), generator=g)     # (N, S), (N, T), the epoch's order (N,)
+
+
+def _subword_tokenizer(train_pairs: Sequence[tuple[str, str]], tokenizer_path: Union[str, Path, None],
+                       vocab_size: int) -> Any:
+    """The joint BPE tokenizer: loaded from `tokenizer_path` where that file exists, else trained on
+    both sides of the training pairs (and saved there, when a path is given)."""
+    from transformer_lib.data import SubwordTokenizer
+    if tokenizer_path is not None and Path(tokenizer_path).exists():
+        return SubwordTokenizer.load(tokenizer_path)
+    tok = SubwordTokenizer.train([s for pair in train_pairs for s in pair], vocab_size)
+    if tokenizer_path is not None:
+        tok.save(tokenizer_path)
+    return tok
+
+
 def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
                   tokenizer_path: Union[str, Path, None] = None, vocab_size: int = 8000,
                   max_test_sentences: Optional[int] = None) -> TrainingData:
@@ -168,16 +210,11 @@ def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
     Returns:
         The `TrainingData`; validation and test pairs are raw text, for BLEU.
     """
-    from transformer_lib.data import SubwordTokenizer, TokenBatches, filter_by_length, load_multi30k
+    from transformer_lib.data import TokenBatches, filter_by_length, load_multi30k
     train_pairs = load_multi30k("train", "de", "en", data_dir=data_dir)
     val_pairs = load_multi30k("val", "de", "en", data_dir=data_dir)
     test_pairs = load_multi30k("test_2016_flickr", "de", "en", data_dir=data_dir)
-    if tokenizer_path is not None and Path(tokenizer_path).exists():
-        tok = SubwordTokenizer.load(tokenizer_path)
-    else:
-        tok = SubwordTokenizer.train([s for pair in train_pairs for s in pair], vocab_size)
-        if tokenizer_path is not None:
-            tok.save(tokenizer_path)
+    tok = _subword_tokenizer(train_pairs, tokenizer_path, vocab_size)
 
     def encode_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
         return list(zip(tok.encode_batch([s for s, _ in pairs]), tok.encode_batch([t for _, t in pairs])))
@@ -187,31 +224,13 @@ def multi30k_data(cfg: TrainConfig, data_dir: Union[str, Path, None] = None, *,
     train_ids = [train_ids[i] for i in filter_by_length(train_ids, limit)]
     val_ids = [(s[:cfg.model.max_len - 2], t[:cfg.model.max_len - 2]) for s, t in encode_pairs(val_pairs)]
     val_batcher = TokenBatches(val_ids, cfg.max_tokens, shuffle=False, rank=0, world_size=1)
-    batchers: dict[tuple[int, int], Any] = {}
-    table: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
-
-    def train_batches(epoch: int, rank: int = 0, world_size: int = 1) -> Sequence[_Pair]:
-        if (rank, world_size) not in batchers:
-            batchers[rank, world_size] = TokenBatches(train_ids, cfg.max_tokens, seed=cfg.seed,
-                                                      rank=rank, world_size=world_size)
-        return _epoch_batches(batchers[rank, world_size], padded(), epoch)
-
-    def padded() -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        if not table:                                    # every pair padded once, with its specials
-            b = TokenBatches(train_ids, cfg.max_tokens, rank=0, world_size=1)
-            table.append((*_padded_rows(b.src, b.pad_id), *_padded_rows(b.tgt, b.pad_id)))
-        return table[0]
-
-    def train_rows(epoch: int) -> tuple[Tensor, Tensor, Tensor]:
-        src, _, tgt, _ = padded()
-        g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)
-        return src, tgt, torch.randperm(len(src), generator=g)     # (N, S), (N, T), the epoch's order (N,)
+    train = _TrainingSet(train_ids, cfg)
 
     limit_note = f", both sides <= {cfg.max_sentence_tokens} tokens" if cfg.max_sentence_tokens else ""
     return TrainingData(
         vocab_size=tok.vocab_size, pad_id=tok.pad_id, bos_id=tok.bos_id, eos_id=tok.eos_id,
-        train_batches=train_batches, val_batches=[(b.src, b.tgt) for b in val_batcher],
+        train_batches=train.batches, val_batches=[(b.src, b.tgt) for b in val_batcher],
         encode_src=lambda s: tok.encode(s, eos=True), decode_tgt=tok.decode,
-        val_pairs=val_pairs, test_pairs=test_pairs[:max_test_sentences], train_rows=train_rows,
+        val_pairs=val_pairs, test_pairs=test_pairs[:max_test_sentences], train_rows=train.rows,
         name=f"Multi30k de-en: {len(train_ids):,d} training pairs{limit_note}; "
              f"BPE {tok.vocab_size:,d}; test_2016_flickr")
