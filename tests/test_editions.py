@@ -34,20 +34,11 @@ from test_glue_keys import referenced_keys
 from test_prose_numbers import NUMBER
 
 from booktools import editions as mk
+from booktools import myst
 from booktools.install_cell import INSTALL_MARK
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 EXECUTED = ROOT / "chapters" / "01_qkv_attention.ipynb"   # short (seconds), and it reads ../book
-
-# MyST that must not survive, looked for outside code blocks and inline code.
-SURVIVORS = {
-    "role": re.compile(r"\{[\w:+-]+\}`"),
-    "directive fence": re.compile(r"^[ \t>]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{", re.M),
-    "colon fence": re.compile(r"^[ \t>]*:{3,}", re.M),
-    "target": re.compile(r"^[ \t>]*\([\w:.-]+\)=[ \t]*$", re.M),
-}
-CODE_BLOCK = re.compile(r"^[ \t>]*(`{3,}|~{3,})(?![ \t]*\{)[^\n]*\n.*?^[ \t>]*\1[ \t]*$", re.S | re.M)
-
 
 @pytest.fixture(scope="module")
 def editions(tmp_path_factory) -> dict[str, Path]:
@@ -60,14 +51,13 @@ def editions(tmp_path_factory) -> dict[str, Path]:
     return {p.name: p for p in paths}
 
 
-def _prose(source: str) -> str:
-    """Markdown without its code blocks and inline code (where MyST may be quoted as code)."""
-    return mk.INLINE.sub(lambda m: m["role"] or " ", CODE_BLOCK.sub(" ", source))   # roles kept: found below
-
-
 def myst_survivors(source: str) -> list[str]:
-    prose = _prose(source)
-    return [f"{kind}: {m.group(0).strip()!r}" for kind, rx in SURVIVORS.items() for m in rx.finditer(prose)]
+    """What MyST (the book's own reader, booktools.myst) still reads as MyST in an edition's markdown:
+    roles, directives, colon fences, targets (a role quoted in code is code, not a survivor)."""
+    found = [f"role: {p.source!r}" for p in myst.roles(source)]
+    found += [f"directive: {{{d.name}}} {d.argument}" for d in myst.directives(source)]
+    found += [f"colon fence: {t.info!r}" for t in myst.blocks(source) if t.type == "colon_fence"]
+    return found + [f"target: ({label})=" for label in myst.targets(source)]
 
 
 def test_all_chapters_have_an_edition(editions):
@@ -94,11 +84,11 @@ def test_every_glued_value_is_written_in(editions):
         for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
             if src.cell_type != "markdown":
                 continue
-            for m in mk.ROLE.finditer(src.source):
-                if m["name"] in ("glue", "glue:text"):
-                    text = mk.escape_markdown(glue.text(m["body"]))
+            for role in myst.roles(src.source):
+                if role.name in ("glue", "glue:text"):
+                    text = mk.escape_markdown(glue.text(role.content))
                     if not text or text not in out.source:
-                        missing.append(f"{chapter.name} cell {i}: {m['body']} = {text!r}")
+                        missing.append(f"{chapter.name} cell {i}: {role.content} = {text!r}")
             for key in referenced_keys(nbformat.v4.new_notebook(cells=[src])):
                 if key.startswith("fig") and f"attachment:{key.split('::')[-1]}." not in out.source:
                     missing.append(f"{chapter.name} cell {i}: figure {key}")
@@ -116,12 +106,17 @@ _TAG = re.compile(r"<[^>\n]+>")
 def page_text(source: str, glue: "mk.Glue", chapter: Path) -> str:
     """A chapter's markdown cell as its page reads: glued values pasted, roles as their text,
     citations as their years, directive fences and options (but a figure's alt text) dropped."""
-    lines = []
+    lines, open_ticks = [], []
     for line in source.split("\n"):
-        fence = re.match(r"^\s*(?:`{3,}|:{3,})\s*\{[\w:+-]+\}\s*(.*)$", line)
+        fence = re.match(r"^\s*(`{3,}|:{3,})\s*\{[\w:+-]+\}\s*(.*)$", line)
         if fence:
-            title = fence.group(1)
-            lines.append("" if line.lstrip(" `:").startswith("{glue") else title)
+            title = fence.group(2)
+            lines.append("" if line.lstrip(" `:").startswith("{glue") else title + "\n")   # its own paragraph
+            if fence.group(1).startswith("`"):
+                open_ticks.append(fence.group(1))
+        elif open_ticks and line.strip() == open_ticks[-1]:      # the close of a directive's ``` fence
+            open_ticks.pop()
+            lines.append("")
         elif re.match(r"^\s*:{3,}\s*$", line) or re.match(r"^\s*\([\w:.-]+\)=\s*$", line):
             lines.append("")
         elif re.match(r"^:(class|name|width|align|figwidth):", line):
@@ -129,8 +124,8 @@ def page_text(source: str, glue: "mk.Glue", chapter: Path) -> str:
         else:
             lines.append(re.sub(r"^:alt:", "", line))
 
-    def role(m: re.Match) -> str:
-        name, body = m["name"], m["body"]
+    def role(r: myst.Piece) -> str:
+        name, body = r.name, r.content
         if name in ("glue", "glue:text"):
             return glue.text(body)
         if name.startswith("cite"):
@@ -140,7 +135,7 @@ def page_text(source: str, glue: "mk.Glue", chapter: Path) -> str:
             rel = (chapter.parent / target) if not target.startswith("/") else ROOT / target.lstrip("/")
             return mk.doc_title(next(rel.with_suffix(s) for s in (".ipynb", ".md") if rel.with_suffix(s).exists()))
         return text
-    text = mk.ROLE.sub(role, "\n".join(lines))
+    text = myst.substitute_roles("\n".join(lines), role)
     return _TAG.sub(" ", _LINK_TARGET.sub("]", text))
 
 
@@ -232,8 +227,9 @@ def test_unknown_constructs_are_errors(source, named):
 
 def test_the_checks_find_what_they_look_for():
     assert myst_survivors("a {term}`x` b\n:::{note}\nc\n:::\n(lbl)=\n```{code-cell}\n```") == [
-        "role: '{term}`'", "directive fence: ':::{'", "directive fence: '```{'", "colon fence: ':::'",
-        "colon fence: ':::'", "target: '(lbl)='"]
+        "role: '{term}`x`'", "directive: {note} ", "directive: {code-cell} ", "colon fence: '{note}'",
+        "target: (lbl)="]
+    assert myst_survivors(":::\nno directive\n:::") == ["colon fence: ''"]
     assert myst_survivors("code `{glue:text}` and\n```md\n{term}`x`\n```") == []
     assert numbers(edition_text("[Vaswani et al. (2017)](https://x/y2.html) and 0.51")) == numbers("2017 0.51")
 

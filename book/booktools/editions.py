@@ -43,10 +43,12 @@ from typing import Callable, Optional
 
 import nbformat
 import yaml
+from markdown_it.token import Token
 
 from booktools.paths import ROOT
-from booktools import glossary
+from booktools import glossary, myst
 from booktools.glossary import GLOSSARY
+from booktools.glue import Glue, GlueError, glue_text
 from booktools.install_cell import INSTALL_MARK, edition_install_cell_source, repository
 
 OUT = ROOT / "_build" / "notebooks"
@@ -55,18 +57,8 @@ BIB = ROOT / "book" / "references.bib"
 # Folders of the repository that chapters read through "../": linked beside the editions.
 SIBLINGS = ("book", "results", "benchmarks", "runs")
 
-ROLE = re.compile(r"\{(?P<name>[\w:+-]+)\}`(?P<body>[^`]*)`")
-# A role, or an inline code span (roles inside code are the code's text, left alone); three
-# backticks and a brace open a directive, not a span.
-INLINE = re.compile(r"(?P<role>\{[\w:+-]+\}`[^`]*`)|(?P<code>(?<!`)(?P<ticks>`+)(?!`)(?!(?<=```)\{).+?(?<!`)(?P=ticks)(?!`))", re.S)
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
-DIRECTIVE_INFO = re.compile(r"^\{(?P<name>[\w:+-]+)\}\s*(?P<arg>.*)$")
-OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
-TARGET = re.compile(r"^\((?P<label>[\w:.-]+)\)=\s*$")
-TITLED = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 ADMONITIONS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
                "error", "seealso")
-_RECORD_TEXT = "text/plain"
 
 
 class EditionError(ValueError):
@@ -87,69 +79,6 @@ def book_url(config: Path = ROOT / "_config.yml") -> str:
         raise EditionError(f"repository.url in {config.name}: expected https://github.com/OWNER/REPO "
                            f"(or set html.baseurl), got {url!r}")
     return f"https://{m['owner'].lower()}.github.io/{m['repo']}/"
-
-
-# --------------------------------------------------------------------------- glued values
-
-def glued_outputs(nb: nbformat.NotebookNode) -> dict[str, dict]:
-    """key -> the glued mime bundle (prefix removed), from MyST-NB's scrapbook outputs."""
-    found: dict[str, dict] = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for out in cell.get("outputs", []):
-            book = out.get("metadata", {}).get("scrapbook")
-            if not book:
-                continue
-            prefix = book.get("mime_prefix", "")
-            found[book["name"]] = {mime[len(prefix):]: data for mime, data in out.get("data", {}).items()
-                                   if mime.startswith(prefix)}
-    return found
-
-
-@functools.lru_cache(maxsize=None)
-def _glued_in(path: Path) -> dict[str, dict]:
-    return glued_outputs(nbformat.read(path, as_version=4))
-
-
-def glue_text(bundle: dict, fmt_spec: str = "s") -> str:
-    """The text MyST-NB pastes for `{glue:text}`key:fmt`` (its own formatter)."""
-    from myst_nb.core.variables import format_plain_text
-    if _RECORD_TEXT not in bundle:
-        raise KeyError("no text/plain in the glued data")
-    text = bundle[_RECORD_TEXT]
-    return format_plain_text("".join(text) if isinstance(text, list) else text, fmt_spec)
-
-
-class Glue:
-    """The glued values of one chapter, and of the chapters it glues from (``path::key``)."""
-
-    def __init__(self, nb: nbformat.NotebookNode, path: Path):
-        self.own, self.folder, self.name = glued_outputs(nb), path.parent, path.name
-
-    def bundle(self, ref: str) -> dict:
-        doc, sep, key = ref.partition("::")
-        table = self.own
-        if sep:
-            other = (self.folder / doc).with_suffix(".ipynb")
-            if not other.exists():
-                raise EditionError(f"{self.name}: glue reference {ref!r}: no notebook {other.name}")
-            table = _glued_in(other.resolve())
-        else:
-            key = doc
-        if key not in table:
-            raise EditionError(f"{self.name}: glued key {key!r} has no value in the stored outputs "
-                               "(execute the chapter: scripts/execute.py)")
-        return table[key]
-
-    def text(self, role_body: str) -> str:
-        ref, fmt = role_body, "s"
-        if ":" in role_body.replace("::", ""):
-            ref, fmt = role_body.rsplit(":", 1)
-        try:
-            return glue_text(self.bundle(ref), fmt)
-        except KeyError as exc:
-            raise EditionError(f"{self.name}: glued key {ref!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- citations, terms
@@ -187,8 +116,7 @@ def cite(kind: str, body: str, base: str, chapter: str) -> str:
 
 
 def _titled(body: str) -> tuple[str, str]:
-    m = TITLED.match(body.strip())
-    return (m["title"], m["target"].strip()) if m else (body.strip(), body.strip())
+    return myst.titled(body)
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,10 +126,11 @@ def doc_title(path: Path) -> str:
         text = next(c.source for c in nb.cells if c.cell_type == "markdown")
     else:
         text = path.read_text(encoding="utf-8")
-    m = re.search(r"^#\s+(.+)$", text, re.M)
-    if not m:
-        raise EditionError(f"{path.name}: no title")
-    return m.group(1).strip()
+    tokens = myst.blocks(text)
+    for opening, content in zip(tokens, tokens[1:]):
+        if opening.type == "heading_open" and opening.tag == "h1":
+            return content.content.strip()
+    raise EditionError(f"{path.name}: no title")
 
 
 # --------------------------------------------------------------------------- markdown
@@ -216,7 +145,10 @@ class Converter:
     # ---- inline
     def _role(self, name: str, body: str) -> str:
         if name in ("glue", "glue:text"):
-            return escape_markdown(self.glue.text(body))
+            try:
+                return escape_markdown(self.glue.text(body))
+            except GlueError as exc:
+                raise EditionError(str(exc)) from None
         if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts"):
             return cite("cite:p" if name == "cite" else name, body, self.base, self.name)
         if name == "term":
@@ -230,7 +162,7 @@ class Converter:
             return self._doc_link(text if text != target else None, target)
         if name == "math":
             return f"${body}$"
-        if name in ("ref", "numref") and TITLED.match(body.strip()):
+        if name in ("ref", "numref") and _titled(body)[0] != _titled(body)[1]:
             text, target = _titled(body)
             return f"[{text}](#{target})"
         raise EditionError(f"{self.name}: role {{{name}}}`{body}` has no plain-notebook form")
@@ -255,65 +187,45 @@ class Converter:
         return f"[{title}]({self.base}{rel.as_posix()}.html)"
 
     def inline(self, text: str) -> str:
-        def sub(m: re.Match) -> str:
-            if m["code"]:
-                return m["code"]
-            r = ROLE.fullmatch(m["role"])
-            return self._role(r["name"], r["body"])
-        return INLINE.sub(sub, text)
+        """`text` with each role (as MyST reads it: not inside code or maths) in its plain form."""
+        try:
+            return myst.substitute_roles(text, lambda role: self._role(role.name, role.content))
+        except myst.PlacementError as exc:
+            raise EditionError(f"{self.name}: {exc}") from None
 
     # ---- blocks
     def convert(self, source: str) -> str:
         return "\n".join(self._blocks(source.split("\n"))).strip("\n")
 
     def _blocks(self, lines: list[str]) -> list[str]:
+        """The lines of a cell (or a directive's body): targets and fences as MyST reads them,
+        converted; the runs of lines between them converted inline."""
         out: list[str] = []
-        i, paragraph = 0, []
-
-        def flush():
-            if paragraph:
-                out.extend(self.inline("\n".join(paragraph)).split("\n"))
-                paragraph.clear()
-
-        while i < len(lines):
-            line = lines[i]
-            m = FENCE.match(line)
-            t = TARGET.match(line.strip())
-            if t:
-                flush()
-                out.append(f'<a id="{t["label"]}"></a>')
-                i += 1
-                continue
-            if not m:
-                paragraph.append(line)
-                i += 1
-                continue
-            flush()
-            fence, info, indent = m["fence"], m["info"].strip(), m["indent"]
-            closer = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-            j = i + 1
-            while j < len(lines) and not closer.match(lines[j]):
-                j += 1
-            if j == len(lines):
-                raise EditionError(f"{self.name}: fence {line.strip()!r} is never closed")
-            body = [b[len(indent):] if b.startswith(indent) else b for b in lines[i + 1:j]]
-            d = DIRECTIVE_INFO.match(info)
-            if d:
-                out.extend(indent + b if b else b for b in self._directive(d["name"], d["arg"].strip(), body))
-            elif fence[0] == ":":
-                raise EditionError(f"{self.name}: colon fence {line.strip()!r} without a directive")
-            else:
-                out.extend(lines[i:j + 1])                # a code block, verbatim
-            i = j + 1
-        flush()
+        at = 0
+        for tok in _special_blocks("\n".join(lines)):
+            start, end = tok.map or (0, 0)
+            if start > at:
+                out.extend(self.inline("\n".join(lines[at:start])).split("\n"))
+            out.extend(self._special(tok, lines[start:end]))
+            at = end
+        if at < len(lines):
+            out.extend(self.inline("\n".join(lines[at:])).split("\n"))
         return out
 
-    def _directive(self, name: str, arg: str, body: list[str]) -> list[str]:
-        options: dict[str, str] = {}
-        while body and OPTION.match(body[0]):
-            o = OPTION.match(body[0])
-            options[o["key"]] = o["value"].strip()
-            body = body[1:]
+    def _special(self, tok: Token, lines: list[str]) -> list[str]:
+        if tok.type == "myst_target":
+            return [f'<a id="{tok.content}"></a>']
+        d = myst.directive_of(tok)
+        indent = lines[0][:len(lines[0]) - len(lines[0].lstrip())]
+        if not (len(lines) > 1 and lines[-1].strip().startswith(tok.markup)):
+            raise EditionError(f"{self.name}: fence {lines[0].strip()!r} is never closed")
+        if d is None:
+            if tok.type == "colon_fence":
+                raise EditionError(f"{self.name}: colon fence {lines[0].strip()!r} without a directive")
+            return lines                                  # a code block, verbatim
+        return [indent + b if b else b for b in self._directive(d.name, d.argument, d.body_lines, d.options)]
+
+    def _directive(self, name: str, arg: str, body: list[str], options: dict[str, str]) -> list[str]:
         inner = self._blocks(body)
         anchor = [f'<a id="{options["name"]}"></a>', ""] if "name" in options else []
         if name == "dropdown" or (name in ADMONITIONS + ("admonition",) and "dropdown" in options.get("class", "")):
@@ -332,7 +244,10 @@ class Converter:
         raise EditionError(f"{self.name}: directive {{{name}}} has no plain-notebook form")
 
     def _figure(self, key: str, options: dict, caption: list[str]) -> list[str]:
-        bundle = self.glue.bundle(key)
+        try:
+            bundle = self.glue.bundle(key)
+        except GlueError as exc:
+            raise EditionError(str(exc)) from None
         for mime, ext in (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg")):
             if mime in bundle:
                 data = bundle[mime]
@@ -349,6 +264,16 @@ class Converter:
         if any(c.strip() for c in caption):   # the caption, as the paragraph under the figure
             lines += [""] + caption
         return lines
+
+
+def _special_blocks(text: str) -> list[Token]:
+    """The targets and fences of `text` (in list items and quotes too), outermost first, in order."""
+    found, end = [], -1
+    for tok in myst.blocks(text):
+        if tok.type in ("myst_target", "fence", "colon_fence") and tok.map and tok.map[0] >= end:
+            found.append(tok)
+            end = tok.map[1]
+    return found
 
 
 def _normalise(parts: tuple[str, ...]) -> list[str]:

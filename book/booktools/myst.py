@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import yaml
 from markdown_it import MarkdownIt
@@ -125,7 +125,7 @@ def _split_options(content: str) -> tuple[dict[str, str], str]:
             break
         options[key.strip()] = value.strip()
         i += 1
-    return options, "".join(lines[i:]).removeprefix("\n") if i else "".join(lines)
+    return options, "".join(lines[i:])
 
 
 def directive_of(tok: Token) -> Optional[Directive]:
@@ -169,3 +169,65 @@ def titled(content: str) -> tuple[str, str]:
         if title.strip():
             return title.strip(), target.strip()
     return content, content
+
+
+# ---- where inline pieces are written --------------------------------------------------------
+
+class PlacementError(ValueError):
+    """A piece MyST read that cannot be found where it was written (never expected)."""
+
+
+def _ticks_of(piece: Piece) -> str:
+    return piece.source[:len(piece.source) - len(piece.source.lstrip("`"))]
+
+
+def _find(text: str, piece: Piece, at: int) -> int:
+    """Where `piece` starts in `text`, from `at` on (-1: not found). A code span is found by its
+    run of backticks (markdown-it reports its content with spaces normalised)."""
+    if piece.kind != "code":
+        return text.find(piece.source, at)
+    ticks = _ticks_of(piece)
+    start = text.find(ticks, at)
+    while start >= 0 and (text.startswith("`", start + len(ticks)) or (start > 0 and text[start - 1] == "`")):
+        start = text.find(ticks, start + 1)
+    return start
+
+
+def _end(text: str, piece: Piece, start: int) -> int:
+    if piece.kind != "code":
+        return start + len(piece.source)
+    ticks = _ticks_of(piece)
+    close = text.find(ticks, start + len(ticks))
+    while close >= 0 and text.startswith("`", close + len(ticks)):
+        close = text.find(ticks, close + len(ticks) + 1)
+    if close < 0:
+        raise PlacementError(f"the code span {piece.source!r} is never closed")
+    return close + len(ticks)
+
+
+def located(text: str) -> list[tuple[int, int, Piece]]:
+    """The roles, code spans and formulas of `text`, each with where it is written: (start, end).
+    `text` may be a run of lines cut from a page (a list item's tail): each line is read without
+    its indentation, so that a continuation line does not read as an indented code block."""
+    flat = "\n".join(line.lstrip() for line in text.split("\n"))
+    found, at = [], 0
+    for piece in inline(flat):
+        if piece.kind not in ("role", "code", "math"):
+            continue
+        start = _find(text, piece, at)
+        if start < 0:
+            raise PlacementError(f"cannot place {piece.source!r} in its paragraph")
+        at = _end(text, piece, start)
+        found.append((start, at, piece))
+    return found
+
+
+def substitute_roles(text: str, replace: Callable[[Piece], str]) -> str:
+    """`text` with every role replaced by `replace(role)`; code spans and maths left as written
+    (a role quoted in code is code)."""
+    out, at = [], 0
+    for start, end, piece in located(text):
+        if piece.kind == "role":
+            out += [text[at:start], replace(piece)]
+            at = end
+    return "".join(out) + text[at:]
