@@ -48,11 +48,11 @@ def test_long_exported_cells_are_folded_in_book_and_jupyter(nb):
 @pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_under_the_hood_sits_between_summary_and_exercises(nb):
     heads = [h for h in dict.fromkeys(rp.sections(_read(nb))) if h]
-    optional = [i for i, h in enumerate(heads) if rp.OPTIONAL.match(h)]
+    optional = [i for i, h in enumerate(heads) if rp.is_optional(h)]
     if not optional:
         return
-    assert "## Summary" in heads and "## Exercises" in heads, f"{nb.stem}: headings {heads}"
-    summary, exercises = heads.index("## Summary"), heads.index("## Exercises")
+    assert "Summary" in heads and "Exercises" in heads, f"{nb.stem}: headings {heads}"
+    summary, exercises = heads.index("Summary"), heads.index("Exercises")
     misplaced = [heads[i] for i in optional if not summary < i < exercises]
     assert not misplaced, f"{nb.stem}: {misplaced} must come after '## Summary' and before '## Exercises'"
 
@@ -86,7 +86,7 @@ def test_small_form_in_view_and_checked_equal(stem, definition, library):
     assert len(where) == 1, f"{stem}: {definition!r} defined in cells {where}"
     i = where[0]
     cell = nb.cells[i]
-    assert not rp.is_folded(cell) and not rp.OPTIONAL.match(heads[i]), f"{stem}: the small form is off the path"
+    assert not rp.is_folded(cell) and not rp.is_optional(heads[i]), f"{stem}: the small form is off the path"
     assert rp.n_lines(cell) <= 30, f"{stem}: the small form has {rp.n_lines(cell)} lines"
     name = definition.split()[1].split("(")[0]
     checks = [c for c in nb.cells[i + 1:] if c.cell_type == "code" and name in c.source

@@ -30,11 +30,12 @@ from pathlib import Path
 
 import nbformat
 
+from booktools import myst
 from booktools.paths import ROOT
 SMALL = 25        # an exported cell longer than this is folded
 LONGEST = 40      # the longest code cell left on the reading path
 FOLD_TAG = "hide-input"
-OPTIONAL = re.compile(r"^## Under the hood\b", re.M)
+OPTIONAL = "Under the hood"   # a level-2 section whose title starts so is optional reading
 _EXPORT = re.compile(r"^#\|\s*export\b")
 
 
@@ -74,12 +75,19 @@ class ReadingPath:
     long_cells: list[tuple[int, int]] = field(default_factory=list)   # (cell index, lines) > LONGEST
 
 
+def is_optional(head: str) -> bool:
+    """Whether a section of this title is optional reading ("Under the hood ...")."""
+    return head == OPTIONAL or head.startswith(OPTIONAL + " ") or head.startswith(OPTIONAL + ":")
+
+
 def sections(nb) -> list[str]:
-    """For every cell, the level-2 heading it sits under ('' before the first)."""
+    """For every cell, the title of the level-2 heading it sits under ('' before the first)."""
     current, out = "", []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            heads = [ln for ln in cell.source.splitlines() if ln.startswith("## ")]
+            tokens = myst.blocks(cell.source)
+            heads = [title.content for opening, title in zip(tokens, tokens[1:])
+                     if opening.type == "heading_open" and opening.tag == "h2"]
             if heads:
                 current = heads[-1]
         out.append(current)
@@ -92,7 +100,7 @@ def reading_path(nb) -> ReadingPath:
         if cell.cell_type != "code" or is_removed(cell):
             continue
         n = n_lines(cell)
-        if OPTIONAL.match(head):
+        if is_optional(head):
             p.optional += n
         elif is_folded(cell):
             p.folded += n
