@@ -89,7 +89,7 @@ book: export vendor
 	$(PY) scripts/build_book.py
 
 # The book as a PDF in each language, _build/pdf/the-transformer-built.pdf and -zh.pdf: each edition
-# built as one HTML page and printed by the system Chromium (scripts/make_pdf.py, README)
+# built as one HTML page and printed by the system Chromium (book/booktools/pdf.py, CONTRIBUTING.md)
 .PHONY: pdf
 pdf: export vendor
 	$(PY) scripts/make_pdf.py

@@ -30,7 +30,7 @@ def _texts():
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "markdown":
                 yield f"{path.name} cell {i}", cell.source
-    for path in [ROOT / "README.md", ROOT / "PYPI.md", *sorted((ROOT / "book").glob("*.md"))]:
+    for path in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "PYPI.md", *sorted((ROOT / "book").glob("*.md"))]:
         yield path.name, path.read_text(encoding="utf-8")
 
 

@@ -1,6 +1,6 @@
 """Which chapter cells strict nbval compares digit by digit, and which it does not.
 
-The rule (README, "Same verdict on every machine"): a cell whose output any IEEE machine
+The rule (CONTRIBUTING.md, "Same verdict on every machine"): a cell whose output any IEEE machine
 reproduces exactly (counts, shapes, closed forms, masks, ids, booleans) is compared strictly. A
 cell whose printed digits depend on the processor's floating-point details (trained losses,
 BLEU, fitted slopes, max deviations) is a **loose** cell: it starts with
