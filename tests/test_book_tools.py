@@ -49,11 +49,11 @@ def test_translated_glue_runs_on_the_versions_it_was_written_for():
 
 
 def test_a_translated_message_names_its_page_in_each_glued_key():
-    message = ("约 {glue:text}`ch01_x:.2f` 秒，`{glue:text}`code`` 不变，{glue:text}`other.ipynb::k` 亦然，"
-               "{term}`Softmax` 与 $x_{glue}$ 也是。")
+    message = ("约 {glue:text}`ch01_x:.2f` 秒，{glue:text}`ch01_n`，``{glue:text}`code` `` 不变，"
+               "{glue:text}`other.ipynb::k:s` 亦然，{term}`Softmax` 与 $x_{glue}$ 也是。")
     got = translated_glue.with_page(message, "01_qkv_attention.ipynb")
-    assert got == ("约 {glue:text}`01_qkv_attention.ipynb::ch01_x:.2f` 秒，`{glue:text}`code`` 不变，"
-                   "{glue:text}`other.ipynb::k` 亦然，{term}`Softmax` 与 $x_{glue}$ 也是。")
+    assert got == ("约 {glue:text}`01_qkv_attention.ipynb::ch01_x:.2f` 秒，{glue:text}`01_qkv_attention.ipynb::ch01_n:s`，"
+                   "``{glue:text}`code` `` 不变，{glue:text}`other.ipynb::k:s` 亦然，{term}`Softmax` 与 $x_{glue}$ 也是。")
 
 
 # ------------------------------------------------------------------ the MyST reader
