@@ -32,18 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from babel.messages.pofile import read_po
-from markdown_it import MarkdownIt
 
+from booktools import myst
 from booktools.glossary import GLOSSARY, Term, chinese_names, glossary_terms, term_index  # noqa: F401 (the checker's names)
 from booktools.paths import ROOT
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 GLUED = ROOT / "locales" / "zh_CN" / "glued_values.po"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
-ROLE = re.compile(r"\{([a-z][\w:.-]*)\}`([^`]*)`")      # {name}`content`
-MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\$)[^$]+?(?<!\\)\$", re.S)
-CODE = re.compile(r"(`+)(.+?)\1", re.S)
-LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>]+)>")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 BLOCK_START = re.compile(r"^(?:[-*+]\s|>|#{1,6}\s|\d+[.)]\s)")
 KEPT_ROLES = ("glue", "cite", "doc", "ref", "numref", "eq", "download", "math")
@@ -80,8 +76,12 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
     return quotes
 
 
-GLUE_TEXT_ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
 WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def all_roles(text: str, name: str | None = None) -> list[myst.Piece]:
+    """The roles of `text` and of the directives it holds (an admonition, a dropdown), at any depth."""
+    return myst.roles(text, name) + [r for d in myst.directives(text) for r in all_roles(d.body, name)]
 
 
 def glued_words(root: Path = ROOT) -> dict[str, list[str]]:
@@ -93,8 +93,8 @@ def glued_words(root: Path = ROOT) -> dict[str, list[str]]:
     for path in sorted((root / "chapters").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         glue = Glue(nb, path)
-        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        for body in dict.fromkeys(GLUE_TEXT_ROLE.findall(prose)):
+        cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
+        for body in dict.fromkeys(r.content for c in cells for r in all_roles(c, "glue:text")):
             text = glue.text(body)
             if WORD.search(text):
                 found.setdefault(text, []).append(f"{path.stem} {body}")
@@ -146,49 +146,52 @@ def check_glued(path: Path = GLUED) -> tuple[list[Problem], int, int]:
     return problems, done, len(words)
 
 
+def _as_inline(text: str) -> str:
+    """A message is the inline text of one block (a heading "1. Queries …", a paragraph): a leading
+    list marker, `#` or `>` is escaped so that MyST reads it as the text it is in the book."""
+    if re.match(r"\d+[.)]\s", text):
+        return re.sub(r"^(\d+)", r"\1\\", text)
+    return "\\" + text if BLOCK_START.match(text) else text
+
+
+def pieces(text: str) -> list[myst.Piece]:
+    """`text` as MyST reads it: its inline pieces (text, roles, maths, code, links), and a display
+    formula or an amsmath environment written as a block of its own, as one more maths piece."""
+    text = _as_inline(text)
+    found = myst.inline(text)
+    for tok in myst.blocks(text):
+        if tok.type in ("math_block", "math_block_label", "amsmath"):
+            found.append(myst.Piece("math", tok.content, f"$${tok.content}$$"))
+    return found
+
+
+def _words(found: list[myst.Piece]) -> list[myst.Piece]:
+    """The text pieces a reader reads as words: not the address an autolink `<https://…>` shows."""
+    return [p for i, p in enumerate(found) if p.kind == "text"
+            and not (i + 1 < len(found) and found[i + 1].kind == "other" and found[i + 1].source == "autolink")]
+
+
 def _roles(text: str) -> list[tuple[str, str]]:
-    return ROLE.findall(text)
-
-
-def _without_roles(text: str) -> str:
-    return ROLE.sub(" ", text)
+    """(name, content) of every role of `text`."""
+    return [(p.name, p.content) for p in myst.roles(text)]
 
 
 def _kept(text: str) -> dict[str, set[str]]:
     """What a translation must keep, each kind as a set."""
-    roles = _roles(text)
-    rest = _without_roles(text)
-    maths = set(MATH.findall(rest))
-    rest = MATH.sub(" ", rest)
-    codes = {m.group(0) for m in CODE.finditer(rest)}
-    rest = CODE.sub(" ", rest)
-    links = {a or b for a, b in LINK.findall(rest)}
-    rest = LINK.sub(" ", rest)
+    found = pieces(text)
     return {
-        "role": {f"{{{n}}}`{c}`" for n, c in roles if n.split(":")[0] in KEPT_ROLES},
-        "maths": maths,
-        "inline code": codes,
-        "link target": links,
-        "number": set(NUMBER.findall(rest)),
+        "role": {p.source for p in found if p.kind == "role" and p.name.split(":")[0] in KEPT_ROLES},
+        "maths": {p.source for p in found if p.kind == "math"},
+        "inline code": {p.source for p in found if p.kind == "code"},
+        "link target": {p.content for p in found if p.kind == "link"},
+        "number": {n for p in _words(found) for n in NUMBER.findall(p.content)},
     }
-
-
-_INLINE = MarkdownIt("commonmark")
 
 
 def stray_asterisks(text: str) -> int:
     """How many `*` Markdown leaves as text (roles, maths and code aside): an emphasis marker it did
     not read as one, as `**……。**默认` (a closing `**` after punctuation, before a letter)."""
-    text = CODE.sub("x", MATH.sub("x", ROLE.sub("x", text)))
-    tokens = _INLINE.parseInline(text)
-    return sum(child.content.count("*") for tok in tokens for child in tok.children or []
-               if child.type == "text")
-
-
-def _term_target(content: str) -> tuple[str, str]:
-    """(display text, target) of a {term} role's content."""
-    m = re.fullmatch(r"(.*?)\s*<([^<>]+)>", content, re.S)
-    return (m.group(1), m.group(2)) if m else (content, content)
+    return sum(p.content.count("*") for p in pieces(text) if p.kind == "text")
 
 
 def check_message(msgid: str, msgstr: str, index: dict[str, Term], quotes: set[str],
@@ -222,22 +225,24 @@ def check_message(msgid: str, msgstr: str, index: dict[str, Term], quotes: set[s
         if missing:
             bad(f"{kind} differs: English {sorted(wanted)!r}, Chinese {sorted(got)!r}")
 
-    targets_en = [_term_target(c)[1] for n, c in _roles(msgid) if n == "term"]
-    roles_zh = [(m, _term_target(m.group(2))) for m in ROLE.finditer(text) if m.group(1) == "term"]
+    found = pieces(text)
+    targets_en = [myst.titled(c)[1] for n, c in _roles(msgid) if n == "term"]
+    roles_zh = [(i, myst.titled(p.content)) for i, p in enumerate(found) if p.kind == "role" and p.name == "term"]
     if sorted(t for _, (_, t) in roles_zh) != sorted(targets_en):
         bad(f"term roles differ: English targets {targets_en!r}, Chinese {[t for _, (_, t) in roles_zh]!r}")
-    for m, (display, target) in roles_zh:
+    for i, (display, target) in roles_zh:
         term = index.get(target.lower())
         if term is None:
             bad(f"{{term}} target {target!r} is not in the glossary")
             continue
         if display not in chinese_names(term):
-            bad(f"{{term}}`{m.group(2)}`: shows {display!r}, the glossary says {term.chinese!r}")
+            bad(f"{{term}}`{found[i].content}`: shows {display!r}, the glossary says {term.chinese!r}")
         if seen is None or term in seen:
             continue
         seen.add(term)
-        after = re.match(r"\s*[（(]([^）)]+)[）)]", text[m.end():])
-        shown_en = [_term_target(c)[0] for n, c in _roles(msgid) if n == "term" and _term_target(c)[1] == target]
+        next_text = found[i + 1].content if i + 1 < len(found) and found[i + 1].kind == "text" else ""
+        after = re.match(r"\s*[（(]([^）)]+)[）)]", next_text)
+        shown_en = [myst.titled(c)[0] for n, c in _roles(msgid) if n == "term" and myst.titled(c)[1] == target]
         allowed = {e.lower() for e in term.english + (target,) + tuple(shown_en)}
         if not after or after.group(1).strip().lower() not in allowed:
             bad(f"first use of {term.chinese!r} on the page: follow it with the English in parentheses, "
