@@ -229,27 +229,42 @@ def _glossary() -> list[tuple[list[str], str]]:
 
 
 def test_glossary_gives_every_term_its_chinese_name():
-    entries = _glossary()
+    """Every entry has its text and its Chinese name: a Chinese term, or (softmax, logits, BLEU,
+    dropout) the English word the Chinese edition writes, named by the entry's †."""
+    from booktools.glossary import glossary_terms
+    entries = glossary_terms()
     assert len(entries) >= 40
-    for terms, definition in entries:
-        assert definition, terms
-        assert any(CJK.search(t) for t in terms), f"{terms[0]}: no Chinese name"
-    names = {t for terms, _ in entries for t in terms}
-    for zh in ("自注意力", "多头注意力", "位置编码", "掩码", "交叉注意力", "残差连接", "层归一化", "前馈网络", "教师强制"):
+    for term in entries:
+        assert term.definition, term.english
+        assert CJK.search(term.chinese) or term.chinese == term.in_english, f"{term.english[0]}: no Chinese name"
+    names = {name for t in entries for name in (t.chinese, *t.aliases)}
+    for zh in ("自注意力", "多头注意力", "位置编码", "掩码", "交叉注意力", "残差连接", "层归一化", "前馈网络", "教师强制",
+               "前瞻掩码", "KV 缓存"):
         assert zh in names, f"{zh} is not in the glossary"
+    in_english = {t.english[0]: t.chinese for t in entries if not CJK.search(t.chinese)}
+    assert in_english == {"Softmax": "softmax", "Logits": "logits", "BLEU": "BLEU", "Dropout": "dropout"}
 
 
-def test_glossary_chinese_names_are_the_seeds_own_unless_marked():
-    """Unmarked Chinese names are written exactly so in the seed notes; the others carry a †."""
-    if not SEEDS.is_dir():
-        pytest.skip(f"the seed notes are not here ({SEEDS})")
-    seeds = "".join(p.read_text(encoding="utf-8") for p in SEEDS.glob("*.txt"))
-    for terms, definition in _glossary():
-        zh = [t for t in terms if CJK.search(t)]
-        marked = definition.startswith("†")
-        in_seeds = all(t in seeds for t in zh)
-        assert in_seeds != marked, (f"{terms[0]} / {zh}: " + ("in the seeds, remove the †" if marked
-                                    else "not written so in the seeds: mark it with †"))
+def test_glossary_marks_only_terms_written_in_english():
+    """A † says Chinese writing usually keeps the term in English, and names the English word: one
+    the Chinese seed notes or the Chinese edition itself write so (LayerNorm, token, BLEU, FLOPs);
+    the entries Chinese writes in Chinese (交叉熵, 采样, 词表, 因果掩码 …) carry none."""
+    from booktools.glossary import glossary_terms
+    seeds = "".join(p.read_text(encoding="utf-8") for p in SEEDS.glob("*.txt")) if SEEDS.is_dir() else ""
+    from babel.messages.pofile import read_po
+    chinese = ""
+    for po in (ROOT / "locales" / "zh_CN").rglob("*.po"):      # the translations, not their English
+        with po.open("rb") as f:
+            chinese += "\n".join(str(m.string) for m in read_po(f) if m.id and m.string != m.id)
+    marked = {t.english[0]: t for t in glossary_terms() if t.definition.startswith("†")}
+    for name, term in marked.items():
+        words = [w.strip() for w in term.in_english.split(",")]
+        assert all(re.search(re.escape(w), seeds + chinese, re.I) for w in words), \
+            f"{name}: † says it is written {term.in_english!r}, but no Chinese text writes it so"
+    for name in ("Cross-entropy", "Saturation", "Sampling", "Vocabulary", "Label smoothing", "Learning-rate warm-up",
+                 "Length penalty", "Greedy decoding", "Causal mask", "Padding mask", "Scaled dot-product attention",
+                 "Weight tying", "Mixed precision", "Attention weights", "Beam search", "Tokenizer"):
+        assert name not in marked, f"{name}: written in Chinese in Chinese writing, no †"
 
 
 def test_chapters_link_to_the_glossary_and_every_link_resolves():

@@ -5,9 +5,11 @@
   nor fuzzy: a change of English prose asks for its translation in the same change. The test prints
   messages translated / total for every page.
 - Every translation keeps its English message's glued values, maths, inline code, citations, link
-  targets and numbers; shows each glossary term by the glossary's Chinese name, with the English at
-  its first use on the page; keeps a quotation from a paper in English beside the Chinese
-  (scripts/check_translations.py, whose rules are tested here on messages made to break them).
+  targets and numbers (a million may become 万 or 亿, converted right); shows each glossary term by the
+  glossary's Chinese name; writes each idea with the term map's one word (locales/zh_CN/terms.yaml);
+  glosses a term in English only on the page that introduces it; keeps a quotation from a paper in
+  English beside the Chinese (scripts/check_translations.py, whose rules are tested here on messages
+  made to break them, each beside one that passes).
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ from conftest import ROOT
 from booktools import translations as ct
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
-TERMS = ct.term_index(ct.glossary_terms())
-QUOTES = ct.paper_quotes()
+BOOK = ct.book()
+TERMS = BOOK.index
+QUOTES = BOOK.quotes
 
 
 def _read(path: Path):
@@ -69,7 +72,7 @@ def test_every_catalogue_belongs_to_a_page():
 
 @pytest.mark.parametrize("po", sorted(LOCALE.rglob("*.po")), ids=lambda p: p.stem)
 def test_translations_follow_the_rules(po):
-    problems, done, total = ct.check_catalogue(po, TERMS, QUOTES)
+    problems, done, total = ct.check_catalogue(po, BOOK)
     print(f"{po.relative_to(LOCALE)}: {done}/{total} messages translated")
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(map(str, problems[:20]))
 
@@ -89,8 +92,10 @@ GLUED = "It took {glue:text}`chapter_run_time` with $d_k = 64$, `attention()` an
 GOOD = "用时 {glue:text}`chapter_run_time`，$d_k = 64$，`attention()`，12,000 行（{cite:t}`vaswani2017attention`）。"
 
 
-def _problems(msgid: str, msgstr: str, seen: set | None = None) -> list[str]:
-    return [p.what for p in ct.check_message(msgid, msgstr, TERMS, QUOTES, seen if seen is not None else set(), "t")]
+def _problems(msgid: str, msgstr: str, page: str | ct.Page = "chapters/03_multi_head") -> list[str]:
+    """What the checker says of one message on `page` (a name: a fresh page; a Page: its state so far)."""
+    state = page if isinstance(page, ct.Page) else ct.Page(page)
+    return [p.what for p in ct.check_message(msgid, msgstr, BOOK, state)]
 
 
 def test_a_faithful_translation_passes():
@@ -115,20 +120,189 @@ def test_links_keep_their_target():
     assert any(p.startswith("link target") for p in _problems(msgid, "见[第 2 章](03_multi_head.ipynb)。"))
 
 
-def test_terms_as_the_glossary_names_them_with_the_english_at_first_use():
-    msgid = "Each {term}`head <Attention head>` has its own {term}`keys <Key>`."
-    first = "每个{term}`注意力头 <Attention head>`（attention head）都有自己的{term}`键 <Key>`（key）。"
-    seen: set = set()
-    assert _problems(msgid, first, seen) == []
-    later = "每个{term}`注意力头 <Attention head>`都有自己的{term}`键 <Key>`。"
-    assert _problems(msgid, later, seen) == []                      # the same page, later: no English
-    assert any("first use" in p for p in _problems(msgid, later))  # a new page: the English is due
-    wrong = first.replace("注意力头 <", "头 <")
-    assert any("the glossary says '注意力头'" in p for p in _problems(msgid, wrong))
-    retargeted = first.replace("<Key>", "<Value>")
-    assert any(p.startswith("term roles differ") for p in _problems(msgid, retargeted))
+def test_the_myst_reader_reads_a_message_as_the_book_does():
+    """Roles, maths, code and links are what MyST reads as such: a dollar inside code is no formula, a
+    backtick inside maths no code, a heading's "1." no list; a display formula is maths too."""
+    kept = ct._kept("Run `cost = $5` and $a`b$ {glue:text}`k:.2f`, see <https://x.org/v2>.")
+    assert kept["inline code"] == {"`cost = $5`"} and kept["maths"] == {"$a`b$"}
+    assert kept["role"] == {"{glue:text}`k:.2f`"} and kept["link target"] == {"https://x.org/v2"}
+    assert kept["number"] == set()                   # none outside code, maths, roles and the address
+    assert ct._kept("1. Queries, keys and values")["number"] == {"1"}
+    assert ct._kept("$$\na = b\n$$")["maths"] == {"$$\na = b\n$$"}
 
 
+# ---- glossary terms: the glossary's name; the English gloss where the term is introduced --------
+KEY = "Each query is compared with every {term}`key <Key>`."          # Key: introduced in chapter 1
+KEY_GLOSSED = "每个查询都与每个{term}`键 <Key>`（key）比较。"
+KEY_PLAIN = "每个查询都与每个{term}`键 <Key>`比较。"
+
+
+def test_terms_show_the_glossarys_chinese_name():
+    assert _problems(KEY, KEY_PLAIN) == []
+    assert any("the glossary says '键'" in p for p in _problems(KEY, KEY_PLAIN.replace("键 <", "关键字 <")))
+    assert any(p.startswith("term roles differ") for p in _problems(KEY, KEY_PLAIN.replace("<Key>", "<Value>")))
+    softmax = "The {term}`softmax` of the scores."        # a name Chinese writes in English
+    assert _problems(softmax, "分数的 {term}`softmax`。") == []
+    assert any("the glossary says 'softmax'" in p for p in _problems(softmax, "分数的{term}`归一化指数函数 <softmax>`。"))
+
+
+def test_the_english_gloss_only_where_the_term_is_introduced():
+    assert BOOK.ideas.by_term["key"].introduced == "chapters/01_qkv_attention"
+    page = ct.Page("chapters/01_qkv_attention")
+    assert _problems(KEY, KEY_GLOSSED, page) == []                   # introduced here: glossed, once
+    assert _problems(KEY, KEY_PLAIN, page) == []
+    assert any("again" in p for p in _problems(KEY, KEY_GLOSSED, page))
+    assert any("is introduced on this page" in p for p in _problems(KEY, KEY_PLAIN, "chapters/01_qkv_attention"))
+    assert any("English gloss '（key）'" in p for p in _problems(KEY, KEY_GLOSSED, "chapters/05_masking"))
+    assert _problems(KEY, KEY_PLAIN, "chapters/05_masking") == []
+    assert _problems(KEY, KEY_GLOSSED, "book/glossary") == []
+
+
+def test_a_gloss_after_a_plain_word_and_the_glosses_that_are_no_gloss():
+    msgid = "The beam size trades time for quality."
+    assert any("English gloss '（beam size）'" in p for p in _problems(msgid, "束宽（beam size）以时间换质量。"))
+    assert _problems(msgid, "束宽以时间换质量。") == []
+    title = "8. Dropout"                                  # the name readers use, after the long form
+    assert _problems(title, "8\\. 暂退法（Dropout）", "chapters/08_dropout") == []
+    quoted = "The paper's vocabulary has about 37000 tokens."
+    assert _problems(quoted, "论文的词表约有 37000 个词元（原文 \"about 37000 tokens\"）。") == []
+
+
+def test_a_pair_of_terms_may_be_shown_by_either_name():
+    msgid = "A {term}`post-LN <Post-LN>` stack."
+    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`堆叠。") == []
+    assert _problems(msgid, "一个{term}`后置/前置层归一化 <Post-LN>`堆叠。") == []
+    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`（Post-LN）堆叠。", "chapters/06_encoder") == []
+    assert any("glossary says" in p for p in _problems(msgid, "一个{term}`层归一化 <Post-LN>`堆叠。"))
+
+
+# ---- the term map: one Chinese word for one idea -------------------------------------------
+@pytest.mark.parametrize("english, drifted, right", [
+    ("The decoder stack.", "解码器栈。", "解码器堆叠。"),
+    ("Each BPE piece.", "每个 BPE 片段。", "每个子词。"),
+    ("The post-LN stack.", "post-LN 堆叠。", "后置层归一化堆叠。"),
+    ("Then LayerNorm.", "然后是 LayerNorm。", "然后是层归一化。"),
+    ("The positional encoding.", "位置嵌入。", "位置编码。"),
+    ("A beam size of 4.", "束大小为 4。", "束宽为 4。"),
+    ("One batch.", "一个批次。", "一个批量。"),
+    ("The recipe.", "训练配方。", "训练方案。"),
+    ("The first cell.", "第一个单元。", "第一个单元格。"),
+    ("Check it.", "检验它。", "检查它。"),
+    ("*Optional: a timing.*", "*可选：计时。*", "*选读：计时。*"),
+    ("A transduction model.", "一个转换模型。", "一个转导模型。"),
+    ("The dropout mask.", "暂退法掩码。", "dropout 掩码。"),
+    ("Inverted dropout.", "倒置暂退法。", "倒置 dropout。"),
+    ("The dropout rate.", "丢弃率。", "dropout 率。"),
+    ("The notebook.", "笔记本。", "notebook。"),
+    ("Without a kernel.", "无需内核。", "无需 Jupyter 内核。"),
+    ("The logits.", "未归一化的对数概率。", "logits。"),
+    ("The BLEU score.", "双语评估替补分数。", "BLEU 分数。"),
+    ("The softmax.", "归一化指数函数。", "softmax。"),
+    ("The causal mask.", "前瞻掩码。", "因果掩码。"),
+    ("A key/value cache.", "KV缓存。", "键值缓存。"),
+    ("The tokens.", "这些 token。", "这些词元。"),
+])
+def test_the_term_map_fails_a_drifting_word(english, drifted, right):
+    assert any(p.startswith("term map:") for p in _problems(english, drifted)), drifted
+    assert _problems(english, right) == [], right
+
+
+@pytest.mark.parametrize("english, chinese", [
+    ("Learned position embeddings.", "可学习的位置嵌入。"),      # 位置嵌入 where the English says embedding
+    ("A test of significance.", "显著性检验。"),                # 检验 where the English says test
+    ("`eos_id` is an optional argument.", "`eos_id` 是可选参数。"),
+    ("Optional clipping.", "可选的裁剪。"),                     # an optional feature, not a section
+    ("Convert the table to the input's dtype.", "把表转换为输入的 dtype。"),
+    ("On a laptop.", "在笔记本电脑上。"),
+    ("The fused kernel.", "融合内核。"),
+    ("A KV cache.", "KV 缓存。"),
+    ("8. Dropout", "8\\. 暂退法（Dropout）"),
+    ("It calls `nn.LayerNorm`.", "它调用 `nn.LayerNorm`。"),
+])
+def test_the_term_map_leaves_a_variant_where_it_is_something_else(english, chinese):
+    assert not [p for p in _problems(english, chinese, "chapters/08_dropout") if p.startswith("term map:")]
+
+
+def test_the_glossary_may_explain_a_name_by_its_long_form():
+    msgid = "† *Usually written in English:* softmax (in full 归一化指数函数)."
+    chinese = "† *中文通常直接写作* softmax（全称归一化指数函数）。"
+    assert _problems(msgid, chinese, "book/glossary") == []
+    assert any(p.startswith("term map:") for p in _problems(msgid, chinese, "chapters/01_qkv_attention"))
+
+
+def test_the_term_map_covers_the_glossary_and_the_chosen_words():
+    assert ct.terms.problems_of_map(BOOK.ideas, ct.glossary_terms(), ct.terms.pages()) == []
+    words = {idea.chinese for idea in BOOK.ideas.ideas}
+    for chosen in ("堆叠", "子词", "层归一化", "后置/前置层归一化", "位置编码", "束宽", "批量", "训练方案",
+                   "单元格", "检查", "选读", "转导", "notebook", "Jupyter 内核", "因果掩码", "键值缓存",
+                   "softmax", "logits", "BLEU", "dropout", "Adam", "BPE", "GPU", "ONNX", "词元"):
+        assert chosen in words, chosen
+    broken = ct.terms.TermMap(tuple(i for i in BOOK.ideas.ideas if i.term != "Key")
+                              + (ct.terms.Idea("Value", ("value",), "价值", "Value"),))
+    problems = ct.terms.problems_of_map(broken, ct.glossary_terms(), ct.terms.pages())
+    assert any("'Key' has no idea" in p for p in problems)
+    assert any("the term map says '值'" in p or "the term map says '价值'" in p for p in problems)
+
+
+# ---- numbers, comparisons, titles --------------------------------------------------------------
+@pytest.mark.parametrize("english, right, wrong", [
+    ("4.5 million sentence pairs.", "450 万个句对。", "45 万个句对。"),
+    ("About 200 million tokens.", "约 2 亿个词元。", "约 20 亿个词元。"),
+    ("The paper's 65M parameters.", "论文的 6500 万个参数。", "论文的 650 万个参数。"),
+    ("5.73 million", "573 万", "57.3 万"),
+])
+def test_a_million_in_wan_or_yi_converted_right(english, right, wrong):
+    assert _problems(english, right) == []
+    problems = _problems(english, wrong)
+    assert any(p.startswith("number differs") for p in problems), problems
+
+
+def test_no_baiwan_and_no_english_million():
+    assert any("百万" in p for p in _problems("4.5 million pairs.", "4.5 百万个句对。"))
+    assert any("million" in p for p in _problems("200 million tokens.", "两亿（200 million）个词元。"))
+    assert _problems("The paper's 65M parameters.", "论文的 65M 个参数。") == []    # the digits kept as written
+
+
+@pytest.mark.parametrize("english, wrong, right", [
+    ("1.8 times as fast.", "快了 1.8 倍。", "速度是原来的 1.8 倍。"),
+    ("About 10⁵⁶ times smaller.", "约小 10⁵⁶ 倍。", "约为后者的 10⁻⁵⁶。"),
+    ("{glue:text}`k` times as fast.", "快了 {glue:text}`k` 倍。", "速度是原来的 {glue:text}`k` 倍。"),
+])
+def test_x_times_reads_one_way_only(english, wrong, right):
+    assert any("倍" in p for p in _problems(english, wrong))
+    assert _problems(english, right) == []
+    assert _problems("About 3 times the cost.", "代价大约 3 倍。") == []
+
+
+def test_a_page_title_is_not_glued_to_chinese():
+    msgid = "{doc}`glossary` gives every term."
+    assert any("a space" in p for p in _problems(msgid, "{doc}`glossary`给出了每个术语。"))
+    assert _problems(msgid, "{doc}`glossary` 给出了每个术语。") == []
+
+
+def test_the_running_note_reads_the_same_in_every_chapter():
+    from booktools import install_cell
+    msgid = install_cell.note().split(":class: tip\n", 1)[1].split("\n:::")[0]
+    note = BOOK.ideas.note
+    right = note["run"] + "本章在 CPU 上运行，即使有 GPU 也不会使用。" + note["yourself"]
+    assert _problems(msgid, right) == []
+    other = right.replace("只保证符合本章所断言的结论", "只在本章所断言的范围内一致")
+    assert any("the note reads the same" in p for p in _problems(msgid, other))
+    assert any("the note's title" in p for p in _problems(install_cell.NOTE_TITLE, "运行这一章"))
+
+
+def test_glued_words_follow_the_same_rules(tmp_path, monkeypatch):
+    monkeypatch.setattr(ct, "glued_words", lambda: {"5.73 million": ["12b k"], "about 15 s": ["01 t"],
+                                                    "1.8 times as fast": ["11b s"]})
+    po = tmp_path / "glued_values.po"
+    po.write_text('msgid "5.73 million"\nmsgstr "5.73 百万"\n\nmsgid "about 15 s"\nmsgstr "约 15 秒"\n\n'
+                  'msgid "1.8 times as fast"\nmsgstr "快了 1.8 倍"\n', encoding="utf-8")
+    problems, done, total = ct.check_glued(BOOK, po)
+    assert (done, total) == (3, 3)
+    assert {p.msgid for p in problems} == {"5.73 million", "1.8 times as fast"}
+
+
+# ---- shape -----------------------------------------------------------------------------------
 def test_paper_quotations_keep_the_english():
     quote = next(q for q in QUOTES if q.startswith("An attention function can be described"))
     assert _problems(quote, quote + "\\\n注意力函数可以描述为……") == []
@@ -145,16 +319,13 @@ def test_headings_and_blocks():
     assert any("emphasis" in p for p in _problems(bold, "**两条路径，同一个结果。**默认情况下各个头融合计算。"))
 
 
-def test_a_pair_of_terms_may_be_shown_by_either_name():
-    msgid = "A {term}`post-LN <Post-LN>` stack."
-    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`（post-LN）堆叠。") == []
-    assert _problems(msgid, "一个{term}`后置/前置层归一化 <Post-LN>`（post-LN）堆叠。") == []
-    assert any("glossary says" in p for p in _problems(msgid, "一个{term}`层归一化 <Post-LN>`（post-LN）堆叠。"))
-
-
 def test_the_glossary_is_read_whole():
-    """Every entry has one Chinese name; the terms the chapters link are all found."""
+    """Every entry has one Chinese name (or is written in English, by its †); aliases are read; the
+    terms the chapters link are all found."""
     terms = ct.glossary_terms()
     assert len(terms) >= 60
     assert TERMS["multi-head attention"].chinese == "多头注意力"
     assert TERMS["layernorm"] is TERMS["layer normalization"]
+    assert TERMS["causal mask"].aliases == ("前瞻掩码",)
+    assert TERMS["kv cache"] is TERMS["key/value cache"] and TERMS["kv cache"].aliases == ("KV 缓存",)
+    assert {TERMS[n].chinese for n in ("softmax", "logits", "bleu", "dropout")} == {"softmax", "logits", "BLEU", "dropout"}

@@ -1,7 +1,10 @@
 """The one reader of the book's glossary (book/glossary.md): its entries, their names and anchors.
 
 The glossary is a MyST ``{glossary}`` directive (read through `booktools.myst`): each entry is a
-group of term lines (its English names and one Chinese name), then its indented definition.
+group of term lines (its English names, its Chinese name, then any other Chinese name readers also
+meet: an alias, 前瞻掩码 for 因果掩码), then its indented definition. A definition that starts
+``† *Usually written in English:* NAME`` marks a term Chinese writing keeps in English; an entry
+with no Chinese line (Softmax, Logits, BLEU, Dropout) is written NAME in the Chinese edition too.
 The Chinese edition's checker, the runner editions' links and the Chinese search dictionary all
 read it here.
 """
@@ -17,13 +20,16 @@ from booktools.paths import ROOT
 
 GLOSSARY = ROOT / "book" / "glossary.md"
 CJK = re.compile(r"[\u4e00-\u9fff]")
+DAGGER = re.compile(r"†\s*\*Usually written in English:\*\s*(?P<name>[^(（.]+?)\s*[(（.]")
 
 
 @dataclass(frozen=True)
 class Term:
     english: tuple[str, ...]   # the entry's English names, as the glossary writes them
-    chinese: str               # its Chinese name
+    chinese: str               # its Chinese name (the English NAME of its † for a term written so)
     definition: str = ""       # its text, as written (Markdown)
+    aliases: tuple[str, ...] = ()   # other Chinese names readers meet (for search, not for {term} roles)
+    in_english: str = ""       # the † NAME: how Chinese writing usually writes the term ("" unmarked)
 
 
 def _body(path: Path) -> list[str]:
@@ -41,10 +47,7 @@ def glossary_terms(path: Path = GLOSSARY) -> list[Term]:
     text: list[str] = []
 
     def close() -> None:
-        chinese = [n for n in names if CJK.search(n)]
-        if len(chinese) != 1:
-            raise ValueError(f"glossary entry {names!r}: expected one Chinese name, got {chinese!r}")
-        terms.append(Term(tuple(n for n in names if n not in chinese), chinese[0], "\n".join(text).strip()))
+        terms.append(_entry(names, "\n".join(text).strip()))
 
     for line in _body(path):
         if line and not line[0].isspace():
@@ -57,6 +60,20 @@ def glossary_terms(path: Path = GLOSSARY) -> list[Term]:
     if names:
         close()
     return terms
+
+
+def _entry(names: list[str], definition: str) -> Term:
+    """One entry from its term lines and its text."""
+    chinese = [n for n in names if CJK.search(n)]
+    dagger = DAGGER.match(definition)
+    in_english = dagger.group("name") if dagger else ""
+    if definition.startswith("†") and not dagger:
+        raise ValueError(f"glossary entry {names!r}: a † starts '† *Usually written in English:* NAME'")
+    if not chinese and not in_english:
+        raise ValueError(f"glossary entry {names!r}: no Chinese name, and no † naming the English one")
+    english = tuple(n for n in names if n not in chinese)
+    name = chinese[0] if chinese else in_english
+    return Term(english, name, definition, tuple(chinese[1:]), in_english)
 
 
 def chinese_names(term: Term) -> set[str]:

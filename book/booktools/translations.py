@@ -25,15 +25,18 @@ Prints the problems and, per catalogue, messages translated / total; exits 1 whe
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from babel.messages.pofile import read_po
 
-from booktools import myst
+from booktools import install_cell, myst, terms
 from booktools.glossary import GLOSSARY, Term, chinese_names, glossary_terms, term_index  # noqa: F401 (the checker's names)
 from booktools.paths import ROOT
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
@@ -79,11 +82,6 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
-def all_roles(text: str, name: str | None = None) -> list[myst.Piece]:
-    """The roles of `text` and of the directives it holds (an admonition, a dropdown), at any depth."""
-    return myst.roles(text, name) + [r for d in myst.directives(text) for r in all_roles(d.body, name)]
-
-
 def glued_words(root: Path = ROOT) -> dict[str, list[str]]:
     """{text: ["page key", ...]} of every `{glue:text}` value that holds a word, as the page shows it
     (MyST-NB's own formatter, through the runner editions' `Glue`)."""
@@ -94,7 +92,7 @@ def glued_words(root: Path = ROOT) -> dict[str, list[str]]:
         nb = nbformat.read(path, as_version=4)
         glue = Glue(nb, path)
         cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
-        for body in dict.fromkeys(r.content for c in cells for r in all_roles(c, "glue:text")):
+        for body in dict.fromkeys(r.content for c in cells for r in terms.all_roles(c, "glue:text")):
             text = glue.text(body)
             if WORD.search(text):
                 found.setdefault(text, []).append(f"{path.stem} {body}")
@@ -124,28 +122,6 @@ def update_glued(path: Path = GLUED) -> tuple[int, int]:
     return len(set(words) - set(old)), len(set(old) - set(words))
 
 
-def check_glued(path: Path = GLUED) -> tuple[list[Problem], int, int]:
-    """(problems, translated, total) of the glued words' catalogue against the chapters as they are."""
-    words = glued_words()
-    if not path.exists():
-        return [Problem("glued_values.po", "", "missing: run `make translations`")], 0, len(words)
-    with path.open("rb") as f:
-        have = {m.id: m for m in read_po(f) if m.id}
-    problems, done = [], 0
-    for text in words:
-        m = have.get(text)
-        if m is None or not m.string:
-            problems.append(Problem("glued_values.po", text, "untranslated (or not in the catalogue: `make translations`)"))
-        elif m.fuzzy:
-            problems.append(Problem("glued_values.po", text, "fuzzy"))
-        else:
-            done += 1
-            lost = set(NUMBER.findall(text)) - set(NUMBER.findall(m.string))
-            if lost:
-                problems.append(Problem("glued_values.po", text, f"number differs: lost {sorted(lost)!r}"))
-    return problems, done, len(words)
-
-
 def _as_inline(text: str) -> str:
     """A message is the inline text of one block (a heading "1. Queries …", a paragraph): a leading
     list marker, `#` or `>` is escaped so that MyST reads it as the text it is in the book."""
@@ -171,6 +147,23 @@ def _words(found: list[myst.Piece]) -> list[myst.Piece]:
             and not (i + 1 < len(found) and found[i + 1].kind == "other" and found[i + 1].source == "autolink")]
 
 
+def marked_prose(found: list[myst.Piece]) -> tuple[str, dict[int, myst.Piece]]:
+    """The words of a message as one string, each role, formula and code span standing as 〇 (a
+    value, a name: not a word of the language), markup dropped; and the piece at each 〇."""
+    words, text, marks = {id(p) for p in _words(found)}, "", {}
+    for p in found:
+        if id(p) in words:
+            text += p.content
+        elif p.kind in ("role", "math", "code"):
+            marks[len(text)] = p
+            text += "〇"
+    return text, marks
+
+
+def prose(found: list[myst.Piece]) -> str:
+    return marked_prose(found)[0]
+
+
 def _roles(text: str) -> list[tuple[str, str]]:
     """(name, content) of every role of `text`."""
     return [(p.name, p.content) for p in myst.roles(text)]
@@ -194,119 +187,303 @@ def stray_asterisks(text: str) -> int:
     return sum(p.content.count("*") for p in pieces(text) if p.kind == "text")
 
 
-def check_message(msgid: str, msgstr: str, index: dict[str, Term], quotes: set[str],
-                  seen: set[Term] | None, catalogue: str) -> list[Problem]:
-    """The problems of one translated message; `seen` collects the page's terms in use so far
-    (None: the page does not name a term's English at its first use, as the glossary itself)."""
-    problems = []
+# ---- numbers: 万 and 亿 ------------------------------------------------------------------------
+SCALED_EN = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(million|billion)\b|(M)\b)")
+SCALED_ZH = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)\s*(万|亿)")
+FACTOR = {"million": 1e6, "billion": 1e9, "M": 1e6, "万": 1e4, "亿": 1e8}
 
-    def bad(what: str) -> None:
-        problems.append(Problem(catalogue, msgid, what))
 
-    text = msgstr
+def _value(digits: str) -> float:
+    return float(digits.replace(",", ""))
+
+
+def _in_wan_yi(value: float) -> str:
+    """`value` as Chinese writes it: "450 万", "2 亿"."""
+    unit, size = ("亿", 1e8) if value >= 1e8 else ("万", 1e4)
+    return f"{value / size:,.4f}".rstrip("0").rstrip(".") + " " + unit
+
+
+def scaled_numbers(english: str) -> dict[str, float]:
+    """The numbers of an English text written with a scale word ("4.5 million", "65M"): digits -> value."""
+    return {m.group(1): _value(m.group(1)) * FACTOR[m.group(2) or m.group(3)] for m in SCALED_EN.finditer(english)}
+
+
+def number_problems(english: str, chinese: str) -> list[str]:
+    """The English text's numbers (digits) missing from the Chinese; a number written with million or
+    billion may be written in 万 or 亿 instead, converted right (4.5 million: 450 万; 200 million: 2 亿)."""
+    scaled = scaled_numbers(english)
+    wan_yi = [_value(m.group(1)) * FACTOR[m.group(2)] for m in SCALED_ZH.finditer(chinese)]
+    missing = set(NUMBER.findall(english)) - set(NUMBER.findall(chinese))
+    missing -= {d for d in missing if d in scaled and any(math.isclose(scaled[d], v) for v in wan_yi)}
+    if not missing:
+        return []
+    hints = [f"{d} {'million' if scaled[d] < 1e9 else 'billion'} is {_in_wan_yi(scaled[d])}"
+             for d in sorted(missing) if d in scaled]
+    return [f"number differs: {sorted(missing)!r} not in the Chinese" + (f" ({'; '.join(hints)})" if hints else "")]
+
+
+# ---- the rules, message by message -----------------------------------------------------------
+
+@dataclass
+class Book:
+    """What the checker knows of the whole book: the glossary, the paper quotations, the term map."""
+    index: dict[str, Term]
+    quotes: set[str]
+    ideas: terms.TermMap
+
+
+@functools.lru_cache(maxsize=None)
+def book() -> Book:
+    return Book(term_index(glossary_terms()), paper_quotes(), terms.term_map())
+
+
+@dataclass
+class Page:
+    """One catalogue's page ("chapters/01_qkv_attention", "book/glossary", "glued_values") and what its
+    messages so far have done: the terms whose {term} role it has used, the ideas it has glossed."""
+    name: str
+    seen: set[Term] = field(default_factory=set)
+    glossed: set[str] = field(default_factory=set)
+
+
+def page_of(path: Path) -> str:
+    """The page a catalogue translates: LC_MESSAGES/chapters/01_qkv_attention.po -> chapters/01_qkv_attention."""
+    return (path.relative_to(LOCALE) if path.is_relative_to(LOCALE) else Path(path.name)).with_suffix("").as_posix()
+
+
+def _structure(msgid: str, msgstr: str, quotes: set[str]) -> tuple[str, list[str]]:
+    """(the Chinese part of the message, the problems of its shape): a paper's quotation keeps its
+    English first; no line break or block syntax the English lacks; a numbered heading stays one."""
+    problems, text = [], msgstr
     if msgid in quotes:
         if not msgstr.startswith(msgid + "\\\n") or not CJK.search(msgstr[len(msgid):]):
-            bad("a quotation from a paper: keep the English, then a backslash, a line break and the Chinese")
+            problems.append("a quotation from a paper: keep the English, then a backslash, a line break and the Chinese")
         text = msgstr[len(msgid) + 2:]
     elif "\n" in msgstr and "\n" not in msgid:
-        bad("a line break the English does not have")
+        problems.append("a line break the English does not have")
     if BLOCK_START.match(msgstr) and not BLOCK_START.match(msgid):
-        bad(f"starts with Markdown block syntax: {msgstr[:12]!r} (a heading's '1.' is written '1\\.')")
+        problems.append(f"starts with Markdown block syntax: {msgstr[:12]!r} (a heading's '1.' is written '1\\.')")
     if re.match(r"\d+\.\s", msgid) and not re.match(r"\d+\\\.\s", msgstr):
-        bad("a numbered heading: write its number as '1\\. ' so it stays a heading")
-
+        problems.append("a numbered heading: write its number as '1\\. ' so it stays a heading")
     if stray_asterisks(text) > stray_asterisks(msgid):
-        bad("an emphasis marker Markdown does not read (next to Chinese punctuation: `**……**。`, not `**……。**`)")
+        problems.append("an emphasis marker Markdown does not read (next to Chinese punctuation: `**……**。`, not `**……。**`)")
+    return text, problems
 
+
+def _kept_problems(msgid: str, text: str) -> list[str]:
+    """The glued values, maths, code, citations, link targets and numbers the translation lost or changed."""
     english, chinese = _kept(msgid), _kept(text)
-    for kind, wanted in english.items():
-        got = chinese[kind]
-        missing = wanted - got if kind == "number" else wanted ^ got
-        if missing:
-            bad(f"{kind} differs: English {sorted(wanted)!r}, Chinese {sorted(got)!r}")
+    problems = [f"{kind} differs: English {sorted(wanted)!r}, Chinese {sorted(chinese[kind])!r}"
+                for kind, wanted in english.items() if kind != "number" and wanted ^ chinese[kind]]
+    en_words = " ".join(p.content for p in _words(pieces(msgid)))
+    return problems + number_problems(en_words, " ".join(p.content for p in _words(pieces(text))))
 
-    found = pieces(text)
+
+def _term_roles(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> list[str]:
+    """Every {term} role keeps its target and shows the glossary's Chinese name; on the page that
+    introduces a term, its first role is followed by the English in parentheses."""
+    problems = []
     targets_en = [myst.titled(c)[1] for n, c in _roles(msgid) if n == "term"]
     roles_zh = [(i, myst.titled(p.content)) for i, p in enumerate(found) if p.kind == "role" and p.name == "term"]
     if sorted(t for _, (_, t) in roles_zh) != sorted(targets_en):
-        bad(f"term roles differ: English targets {targets_en!r}, Chinese {[t for _, (_, t) in roles_zh]!r}")
+        problems.append(f"term roles differ: English targets {targets_en!r}, Chinese {[t for _, (_, t) in roles_zh]!r}")
     for i, (display, target) in roles_zh:
-        term = index.get(target.lower())
+        term = book.index.get(target.lower())
         if term is None:
-            bad(f"{{term}} target {target!r} is not in the glossary")
+            problems.append(f"{{term}} target {target!r} is not in the glossary")
             continue
         if display not in chinese_names(term):
-            bad(f"{{term}}`{found[i].content}`: shows {display!r}, the glossary says {term.chinese!r}")
-        if seen is None or term in seen:
+            problems.append(f"{{term}}`{found[i].content}`: shows {display!r}, the glossary says {term.chinese!r}")
+        first_here, idea = term not in page.seen, book.ideas.of_term(term)
+        page.seen.add(term)
+        if not first_here or idea is None or idea.introduced != page.name or idea.name in page.glossed:
             continue
-        seen.add(term)
         next_text = found[i + 1].content if i + 1 < len(found) and found[i + 1].kind == "text" else ""
         after = re.match(r"\s*[（(]([^）)]+)[）)]", next_text)
         shown_en = [myst.titled(c)[0] for n, c in _roles(msgid) if n == "term" and myst.titled(c)[1] == target]
         allowed = {e.lower() for e in term.english + (target,) + tuple(shown_en)}
-        if not after or after.group(1).strip().lower() not in allowed:
-            bad(f"first use of {term.chinese!r} on the page: follow it with the English in parentheses, "
-                f"one of {sorted(allowed)!r}")
+        if CJK.search(term.chinese) and (not after or after.group(1).strip().lower() not in allowed):
+            problems.append(f"{term.chinese!r} is introduced on this page: follow its first {{term}} with the "
+                            f"English in parentheses, one of {sorted(allowed)!r}")
     return problems
 
 
-def check_catalogue(path: Path, index: dict[str, Term], quotes: set[str]) -> tuple[list[Problem], int, int]:
+def _gloss_problems(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> list[str]:
+    """An English gloss "（key）" after a term only on the page that introduces the term (once) and in
+    the glossary; not after the name readers use in English (暂退法（Dropout）), nor where the English
+    has it in parentheses too."""
+    problems, (text, marks) = [], marked_prose(found)
+    for gloss in terms.glosses(text):
+        idea = _glossed_idea(gloss, marks, book)
+        en = gloss.english.lower()
+        if idea is None or en == idea.chinese.lower() or f"({en})" in msgid.lower() or page.name == terms.GLOSSARY_PAGE:
+            continue
+        if idea.introduced != page.name:
+            where = f"on {idea.introduced}, which introduces it" if idea.introduced else "nowhere but in the glossary"
+            problems.append(f"English gloss '（{gloss.english}）' of {idea.chinese!r}: write it {where}")
+        elif idea.name in page.glossed:
+            problems.append(f"English gloss '（{gloss.english}）' of {idea.chinese!r} again: once on the page is enough")
+        page.glossed.add(idea.name)
+    return problems
+
+
+def _glossed_idea(gloss: terms.Gloss, marks: dict[int, myst.Piece], book: Book) -> Optional[terms.Idea]:
+    """The idea a gloss explains: the term role right before it, or else the idea of its English words."""
+    role = marks.get(gloss.start - 1)
+    if role is not None and role.kind == "role" and role.name == "term":
+        term = book.index.get(myst.titled(role.content)[1].lower())
+        if term is not None and book.ideas.of_term(term) is not None:
+            return book.ideas.of_term(term)
+    return book.ideas.by_english.get(gloss.english.lower())
+
+
+COMPARATIVE = re.compile(r"(?:快|慢|(?<!大)大(?!约)|小|(?<!差不)(?<![最许])多|(?<![至最])少|高|低|增长)了?\s*"
+                         r"(?:约|大约|近|将近|超过)?\s*(?P<n>[\d.,〇⁰¹²³⁴⁵⁶⁷⁸⁹一二三四五六七八九十百千两几]+)"
+                         r"(?:\s*(?:到|至|~|～|–|-)\s*[\d.,〇⁰¹²³⁴⁵⁶⁷⁸⁹一二三四五六七八九十百千两几]+)?\s*倍")
+ENGLISH_NUMBER_WORD = re.compile(r"(?i)(?<![a-z])(million|billion)s?(?![a-z])")
+UNTITLED_REFERENCE = ("doc", "ref", "numref")
+QUOTED_ENGLISH = re.compile(r'"[^"\u4e00-\u9fff]*"|“[^”\u4e00-\u9fff]*”')   # a quotation kept in English
+
+
+def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> list[str]:
+    """The term map's words, 万 and 亿, X 倍 that reads one way only, a page title not glued to Chinese."""
+    text = QUOTED_ENGLISH.sub("", terms.GLOSS.sub("", prose(found)))
+    problems = terms.drift(book.ideas, msgid, text, page.name)
+    if re.search(r"\d\s*百万", text):
+        problems.append("numbers: write 万 or 亿 (450 万, 2 亿), not 百万")
+    if ENGLISH_NUMBER_WORD.search(text):
+        problems.append("numbers: an English million/billion in the Chinese; write 万 or 亿 (200 million: 2 亿)")
+    for m in COMPARATIVE.finditer(text):
+        problems.append(f"{m.group(0)!r} reads as (X+1) times in Chinese: write 是……的 {m.group('n')} 倍 "
+                        f"(or 为……的 {m.group('n')} 倍)")
+    for i, p in enumerate(found):
+        if p.kind == "role" and p.name in UNTITLED_REFERENCE and "<" not in p.content:
+            before = found[i - 1].content[-1:] if i and found[i - 1].kind == "text" else ""
+            after = found[i + 1].content[:1] if i + 1 < len(found) and found[i + 1].kind == "text" else ""
+            if CJK.match(before) or CJK.match(after):
+                problems.append(f"{p.source} shows the page's title: a space between it and the Chinese beside it")
+    return problems
+
+
+def _note_problems(msgid: str, msgstr: str, note: dict[str, str]) -> list[str]:
+    """The "Running this chapter" note reads the same in every chapter (the term map's `note`)."""
+    run = (install_cell.NOTE_RUN_TIME + install_cell.NOTE_MACHINE).strip()
+    yourself = install_cell.note("").split(install_cell.NOTE_MACHINE, 1)[1].split("\n:::")[0].strip()
+    if msgid == install_cell.NOTE_TITLE and msgstr != note.get("title"):
+        return [f"the note's title is {note.get('title')!r} in every chapter (locales/zh_CN/terms.yaml)"]
+    if not msgid.startswith(run):
+        return []
+    if not msgid.endswith(yourself):
+        return ["the note's English changed: update its Chinese in locales/zh_CN/terms.yaml"]
+    if not (msgstr.startswith(note.get("run", "\0")) and msgstr.endswith(note.get("yourself", "\0"))):
+        return ["the note reads the same in every chapter: start and end it as locales/zh_CN/terms.yaml's `note` does"]
+    return []
+
+
+def check_message(msgid: str, msgstr: str, book: Book, page: Page) -> list[Problem]:
+    """The problems of one translated message of `page`, which collects what the page's messages do."""
+    text, whats = _structure(msgid, msgstr, book.quotes)
+    whats += _kept_problems(msgid, text)
+    found = pieces(text)
+    whats += _term_roles(msgid, found, book, page)
+    if msgstr != msgid:                    # a glossary's term line, a formula: nothing to word
+        whats += _gloss_problems(msgid, found, book, page)
+        whats += _wording(msgid, found, book, page)
+    whats += _note_problems(msgid, msgstr, book.ideas.note)
+    return [Problem(page.name + ".po" if page.name != "glued_values" else "glued_values.po", msgid, w)
+            for w in whats]
+
+
+def check_catalogue(path: Path, book: Book) -> tuple[list[Problem], int, int]:
     """(problems, messages translated, messages) of one catalogue."""
     with path.open("rb") as f:
         catalogue = read_po(f)
-    name = str(path.relative_to(LOCALE)) if path.is_relative_to(LOCALE) else str(path)
-    seen: set[Term] | None = None if name.startswith("book/glossary") else set()
+    page = Page(page_of(path))
     problems, done, total = [], 0, 0
     for message in catalogue:
-        if not message.id:
+        msgid, msgstr = str(message.id or ""), str(message.string or "")
+        if not msgid:
             continue
         total += 1
-        if not message.string:
-            problems.append(Problem(name, message.id, "untranslated"))
-            continue
-        if message.fuzzy:
-            problems.append(Problem(name, message.id, "fuzzy: revise the translation, then drop '#, fuzzy'"))
-            continue
-        done += 1
-        problems += check_message(message.id, message.string, index, quotes, seen, name)
+        if not msgstr:
+            problems.append(Problem(f"{page.name}.po", msgid, "untranslated"))
+        elif message.fuzzy:
+            problems.append(Problem(f"{page.name}.po", msgid, "fuzzy: revise the translation, then drop '#, fuzzy'"))
+        else:
+            done += 1
+            problems += check_message(msgid, msgstr, book, page)
     return problems, done, total
+
+
+def check_glued(the_book: Optional[Book] = None, path: Path = GLUED) -> tuple[list[Problem], int, int]:
+    """(problems, translated, total) of the glued words' catalogue against the chapters as they are:
+    each text the chapters glue translated, not fuzzy, its numbers kept (or in 万/亿), its words the
+    term map's."""
+    words = glued_words()
+    if not path.exists():
+        return [Problem("glued_values.po", "", "missing: run `make translations`")], 0, len(words)
+    with path.open("rb") as f:
+        have = {str(m.id): m for m in read_po(f) if m.id}
+    the_book = the_book or book()
+    problems, done = [], 0
+    for text in words:
+        m = have.get(text)
+        if m is None or not m.string:
+            problems.append(Problem("glued_values.po", text, "untranslated (or not in the catalogue: `make translations`)"))
+        elif m.fuzzy:
+            problems.append(Problem("glued_values.po", text, "fuzzy"))
+        else:
+            done += 1
+            chinese = str(m.string)
+            whats = number_problems(text, chinese) + _wording(text, pieces(chinese), the_book, Page("glued_values"))
+            problems += [Problem("glued_values.po", text, w) for w in whats]
+    return problems, done, len(words)
+
+
+def _print_terms(ideas: terms.TermMap) -> None:
+    for t in glossary_terms():
+        idea = ideas.of_term(t)
+        print(" / ".join(t.english), "→", t.chinese, *(f"(also {a})" for a in t.aliases),
+              f"[introduced: {idea.introduced}]" if idea and idea.introduced else "")
+    for idea in ideas.ideas:
+        if not idea.term:
+            print(idea.name, "→", idea.chinese)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("catalogues", nargs="*", type=Path, help="the .po files (default: all)")
-    parser.add_argument("--terms", action="store_true", help="print the glossary's table and stop")
+    parser.add_argument("--terms", action="store_true", help="print the glossary's table and the term map, and stop")
     parser.add_argument("--update-glued", action="store_true", help="refresh glued_values.po from the chapters")
     args = parser.parse_args(argv)
     if args.update_glued:
         added, dropped = update_glued()
         print(f"{GLUED.relative_to(ROOT)}: {added} new glued texts, {dropped} dropped")
         return 0
-    terms = glossary_terms()
     if args.terms:
-        for t in terms:
-            print(" / ".join(t.english), "→", t.chinese)
+        _print_terms(terms.term_map())
         return 0
-    index, quotes = term_index(terms), paper_quotes()
-    paths = [p.resolve() for p in args.catalogues] or sorted(LOCALE.rglob("*.po"))
-    if GLUED.resolve() in paths:
-        paths.remove(GLUED.resolve())
-        paths.append(GLUED.resolve())
+    the_book = book()
     failed = 0
-    for path in paths:
-        problems, done, total = check_catalogue(path, index, quotes)
-        for p in problems:
-            print(p)
-        failed += len(problems)
-        print(f"{path.relative_to(LOCALE) if path.is_relative_to(LOCALE) else path}: "
-              f"{done}/{total} messages translated, {len(problems)} problems")
-    if not args.catalogues or GLUED.resolve() in paths:
-        problems, done, total = check_glued()
-        for p in problems:
-            print(p)
-        failed += len(problems)
-        print(f"glued_values.po: {done}/{total} glued texts translated, {len(problems)} problems")
+    for what in terms.problems_of_map(the_book.ideas, glossary_terms(), terms.pages()):
+        print(f"{terms.TERM_MAP.relative_to(ROOT)}: {what}")
+        failed += 1
+    paths = [p.resolve() for p in args.catalogues] or sorted(LOCALE.rglob("*.po"))
+    glued = GLUED.resolve() in paths or not args.catalogues
+    for path in [p for p in paths if p != GLUED.resolve()]:
+        problems, done, total = check_catalogue(path, the_book)
+        failed += _report(problems, f"{page_of(path)}.po: {done}/{total} messages translated")
+    if glued:
+        problems, done, total = check_glued(the_book)
+        failed += _report(problems, f"glued_values.po: {done}/{total} glued texts translated")
     return 1 if failed else 0
+
+
+def _report(problems: list[Problem], counts: str) -> int:
+    for p in problems:
+        print(p)
+    print(f"{counts}, {len(problems)} problems")
+    return len(problems)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,221 @@
+"""The Chinese edition's term map (locales/zh_CN/terms.yaml): one Chinese word for one idea.
+
+Each idea (every glossary entry, and the other words the edition must write one way: 堆叠, 批量,
+notebook …) has its one Chinese word, the page that introduces it, and the variants that must not
+appear. `booktools.translations` applies the map to every message of every catalogue:
+
+- `drift(...)`: a rejected variant in a message's Chinese prose (its code, maths, roles and link
+  targets aside), unless the variant's own context allows it (位置嵌入 where the English says
+  "embedding", 可选参数, the glossary's explanation);
+- `glosses(...)`: the English glosses "（key）" after Chinese words, for the rule that a term is
+  glossed only on the page that introduces it, and in the glossary.
+
+The map is data; `problems_of_map` checks it against the glossary (every entry has its idea, with
+the glossary's Chinese name) and the book (every page it names exists).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from booktools import myst
+from booktools.glossary import Term, glossary_terms
+from booktools.paths import ROOT
+
+TERM_MAP = ROOT / "locales" / "zh_CN" / "terms.yaml"
+GLOSSARY_PAGE = "book/glossary"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# An English gloss: Latin words in parentheses right after a Chinese character (or a term role).
+GLOSS = re.compile(r"(?<=[\u4e00-\u9fff\u3007])\s?[（(]\s*(?P<en>[A-Za-z][A-Za-z0-9 .,/'’–-]*?)\s*[）)]")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A rejected way of writing an idea, with the contexts where it is something else."""
+    word: re.Pattern[str]
+    if_english: Optional[re.Pattern[str]] = None       # wrong only where the English matches this
+    unless_english: Optional[re.Pattern[str]] = None   # right where the English matches this
+    allowed_on: tuple[str, ...] = ()                   # pages where it is right
+    say: str = ""                                      # what to write instead (default: the idea's word)
+
+    def applies(self, english: str, page: str) -> bool:
+        if page in self.allowed_on:
+            return False
+        if self.if_english and not self.if_english.search(english):
+            return False
+        return not (self.unless_english and self.unless_english.search(english))
+
+
+@dataclass(frozen=True)
+class Idea:
+    name: str                          # the glossary entry's English name, or the idea in words
+    english: tuple[str, ...]           # its English words, lower case
+    chinese: str                       # the one Chinese word
+    term: str = ""                     # the glossary entry, if it is one
+    introduced: str = ""               # the page that introduces it ("" none: glossed nowhere else)
+    reject: tuple[Variant, ...] = ()
+
+
+@dataclass(frozen=True)
+class TermMap:
+    ideas: tuple[Idea, ...]
+    note: dict[str, str] = field(default_factory=dict)   # the "Running this chapter" note's Chinese
+
+    @functools.cached_property
+    def by_english(self) -> dict[str, Idea]:
+        """Every English word (and its plural) of every idea, lower case, to the idea."""
+        found: dict[str, Idea] = {}
+        for idea in self.ideas:
+            for word in idea.english:
+                for form in plurals(word):
+                    found.setdefault(form, idea)
+        return found
+
+    @functools.cached_property
+    def by_term(self) -> dict[str, Idea]:
+        """A glossary entry's English name, lower case, to its idea."""
+        return {idea.term.lower(): idea for idea in self.ideas if idea.term}
+
+    def of_term(self, term: Term) -> Optional[Idea]:
+        return next((self.by_term[n.lower()] for n in term.english if n.lower() in self.by_term), None)
+
+
+def plurals(word: str) -> set[str]:
+    """`word` and the plurals an English sentence may gloss it with (key: keys; query: queries)."""
+    word = word.lower()
+    forms = {word, word + "s", word + "es"}
+    if word.endswith("y"):
+        forms.add(word[:-1] + "ies")
+    if word.endswith("s"):
+        forms.add(word[:-1])
+    return forms
+
+
+def _variant(raw: Any) -> Variant:
+    if isinstance(raw, str):
+        return Variant(re.compile(raw))
+    def pattern(key: str) -> Optional[re.Pattern[str]]:
+        return re.compile(raw[key]) if raw.get(key) else None
+    return Variant(re.compile(raw["word"]), pattern("if_english"), pattern("unless_english"),
+                   tuple(raw.get("allowed_on", ())), str(raw.get("say", "")))
+
+
+def _idea(raw: dict[str, Any], introduced: dict[str, str]) -> Idea:
+    term = str(raw.get("term", ""))
+    page = str(raw.get("introduced", "")) or introduced.get(term.lower(), "")
+    return Idea(term or str(raw.get("idea", "")), tuple(str(e).lower() for e in raw.get("english", ())),
+                str(raw["chinese"]), term, page, tuple(_variant(v) for v in raw.get("reject", ())))
+
+
+@functools.lru_cache(maxsize=None)
+def term_map(path: Path = TERM_MAP) -> TermMap:
+    """The term map, each glossary idea introduced where the map says or else where the chapters
+    first link it."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    introduced = introductions()
+    return TermMap(tuple(_idea(raw, introduced) for raw in data["ideas"]),
+                   {k: str(v) for k, v in (data.get("note") or {}).items()})
+
+
+# ---- where a term is introduced -------------------------------------------------------------
+
+def pages(root: Path = ROOT) -> list[str]:
+    """The book's pages in reading order (`_toc.yml`): "book/intro", "chapters/01_qkv_attention" …"""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    found = [toc["root"]]
+    for part in toc.get("parts", []):
+        found += [c["file"] for c in part.get("chapters", [])]
+    return found
+
+
+def all_roles(text: str, name: Optional[str] = None) -> list[myst.Piece]:
+    """The roles of `text` and of the directives it holds (an admonition, a dropdown), at any depth."""
+    return myst.roles(text, name) + [r for d in myst.directives(text) for r in all_roles(d.body, name)]
+
+
+def _markdown(page: str, root: Path) -> list[str]:
+    notebook = root / f"{page}.ipynb"
+    if notebook.exists():
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        return ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    path = root / f"{page}.md"
+    return [path.read_text(encoding="utf-8")] if path.exists() else []
+
+
+@functools.lru_cache(maxsize=None)
+def introductions(root: Path = ROOT) -> dict[str, str]:
+    """Each glossary entry's English name (lower case) -> the chapter that introduces the term: the
+    first chapter its glossary text refers to ({doc}`/chapters/06_encoder`), or else the first
+    chapter, in reading order, whose English links it with a {term} role."""
+    terms = glossary_terms()
+    index = {name.lower(): t for t in terms for name in t.english}
+    found: dict[str, str] = {}
+    for term in terms:
+        chapters = [myst.titled(r.content)[1].strip("/") for r in myst.roles(term.definition, "doc")]
+        chapters = [c for c in chapters if c.startswith("chapters/")]
+        if chapters:
+            found[term.english[0].lower()] = chapters[0]
+    for page in pages(root):
+        if not page.startswith("chapters/"):
+            continue
+        for cell in _markdown(page, root):
+            for role in all_roles(cell, "term"):
+                linked = index.get(myst.titled(role.content)[1].lower())
+                if linked is not None:
+                    found.setdefault(linked.english[0].lower(), page)
+    return found
+
+
+# ---- the rules ------------------------------------------------------------------------------
+
+def drift(ideas: TermMap, english: str, prose: str, page: str) -> list[str]:
+    """The rejected variants in `prose` (a message's Chinese words), each as a problem to print."""
+    found = []
+    for idea in ideas.ideas:
+        for variant in idea.reject:
+            hit = variant.word.search(prose)
+            if hit and variant.applies(english, page):
+                instead = variant.say or idea.chinese
+                found.append(f"term map: {hit.group(0)!r} for {idea.name!r}: write {instead}")
+    return found
+
+
+@dataclass(frozen=True)
+class Gloss:
+    english: str        # the English in the parentheses, as written
+    start: int          # where the gloss starts in the prose (its parenthesis)
+    end: int
+
+
+def glosses(prose: str) -> list[Gloss]:
+    """The English glosses in `prose`: Latin words in parentheses right after a Chinese character
+    (a term role stands in the prose as 〇, so a gloss after a role is found too)."""
+    return [Gloss(m.group("en"), m.start(), m.end()) for m in GLOSS.finditer(prose)]
+
+
+def problems_of_map(ideas: TermMap, terms: list[Term], book_pages: list[str]) -> list[str]:
+    """What is wrong with the map itself: a glossary entry without its idea or with another Chinese
+    word, a page it names that the book does not have, an idea without English words."""
+    problems = []
+    for term in terms:
+        idea = ideas.of_term(term)
+        if idea is None:
+            problems.append(f"glossary entry {term.english[0]!r} has no idea in the term map")
+        elif idea.chinese != term.chinese:
+            problems.append(f"{term.english[0]!r}: the term map says {idea.chinese!r}, the glossary {term.chinese!r}")
+    names = {n.lower() for t in terms for n in t.english}
+    for idea in ideas.ideas:
+        if idea.term and idea.term.lower() not in names:
+            problems.append(f"term map: {idea.term!r} is not in the glossary")
+        if not idea.english:
+            problems.append(f"term map: {idea.name!r} has no English words")
+        for page in (idea.introduced, *[p for v in idea.reject for p in v.allowed_on]):
+            if page and page not in book_pages:
+                problems.append(f"term map: {idea.name!r} names {page!r}, not a page of the book")
+    return problems
