@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 # ---- the visual language -----------------------------------------------------------------
 # One colour per component (Okabe-Ito-like, distinguishable with the common colour-vision
@@ -142,7 +142,7 @@ class Diagram:
                 (x0, y0), (x1, y1) = points[0], points[1]
                 label_xy = ((x0 + x1) / 2 + (6 if x0 == x1 else 0), (y0 + y1) / 2 - (0 if x0 == x1 else 5))
                 anchor = "start" if x0 == x1 else "middle"
-            self.text(*label_xy, label, size=size, color=label_color or color, anchor=anchor)
+            self.text(label_xy[0], label_xy[1], label, size=size, color=label_color or color, anchor=anchor)
 
     def line(self, x0, y0, x1, y1, color=INK, sw=1.2, dash=False):
         extra = ' stroke-dasharray="4 3"' if dash else ""
@@ -232,6 +232,10 @@ def _diverging(v: float, vmax: float) -> str:
 
 
 # ---- chapter 1: one query's path, and the scaled dot-product attention block --------------
+_QKV_COLORS = {"Q": COLORS["query"], "K": COLORS["key"], "V": COLORS["value"]}
+_Cells = dict[str, tuple[float, float, int]]   # Q, K, V -> (x, y, columns drawn) of each grid
+
+
 def query_path(tokens: Sequence[str], d_model: Optional[int], d_k: int, d_v: int,
                weights: Optional[Sequence[float]] = None, query: int = 0) -> Diagram:
     """One query's path through attention: X → X W^Q, X W^K, X W^V → q_i, K, V → scores →
@@ -249,20 +253,36 @@ def query_path(tokens: Sequence[str], d_model: Optional[int], d_k: int, d_v: int
                 f"and W^V into queries Q, keys K and values V. The query of '{tokens[query]}' is compared "
                 f"with every key (dot products divided by the square root of d_k), the scores go through "
                 f"a softmax into weights that sum to 1, and the output is the weighted sum of the values.")
-    col = {"Q": COLORS["query"], "K": COLORS["key"], "V": COLORS["value"]}
-    ink2 = "#444444"
-    # X
-    xw, x0 = min(d_model or 6, 8), 60
-    xy = top + band + 16
+    x0, xy = 60, top + band + 16
+    xw = _token_vectors(D, tokens, d_model, query, x0, xy, c)
+    pos = _projections(D, L, d_k, d_v, query, c, band, top, x0 + xw * c, xy)
+    sx, sy, sc = _scores(D, tokens, query, c, pos)
+    wy = _softmax_weights(D, L, weights, sx, sy, sc)
+    _weighted_sum(D, L, d_v, c, pos, sx, sc, wy)
+    return D
+
+
+def _token_vectors(D: Diagram, tokens: Sequence[str], d_model: Optional[int], query: int,
+                   x0: float, xy: float, c: float) -> int:
+    """query_path's X, one row per token, the query's row darker; returns the columns drawn."""
+    L = len(tokens)
+    xw = min(d_model or 6, 8)
     D.text(x0 + xw * c / 2, xy - 30, "token vectors X", weight="bold")
     D.text(x0 + xw * c / 2, xy - 14, _shape("L", "d_model") + (f" = ({L}, {d_model})" if d_model else ""), size=11.5)
     D.cells(x0, xy, L, xw, c, fill=lambda i, j: light(COLORS["embedding"], 0.4 if i == query else 0.15),
             stroke=COLORS["embedding"])
     for i, t in enumerate(tokens):
         D.text(x0 - 6, xy + (i + 0.72) * c, t, size=11.5, anchor="end", markup=False)
-    # Q, K, V
+    return xw
+
+
+def _projections(D: Diagram, L: int, d_k: int, d_v: int, query: int, c: float, band: float, top: float,
+                 x_end: float, xy: float) -> _Cells:
+    """query_path's Q = X W^Q, K = X W^K, V = X W^V, arrows from X (which ends at `x_end`),
+    the query's row outlined; returns where each grid is."""
+    col = _QKV_COLORS
     px, widths = 290, {"Q": d_k, "K": d_k, "V": d_v}
-    pos = {}
+    pos: _Cells = {}
     for k, name in enumerate("QKV"):
         y = top + 16 + k * band
         w = min(widths[name], 8)
@@ -273,14 +293,21 @@ def query_path(tokens: Sequence[str], d_model: Optional[int], d_k: int, d_v: int
                 stroke=col[name])
         D.text(px, y - 8, letter + ":  " + _shape("L", dim) + f" = ({L}, {widths[name]})", size=12,
                color=col[name], anchor="start", weight="bold")
-        D.arrow([(x0 + xw * c + 6, xy + L * c / 2), (px - 70, xy + L * c / 2), (px - 70, y + L * c / 2),
+        D.arrow([(x_end + 6, xy + L * c / 2), (px - 70, xy + L * c / 2), (px - 70, y + L * c / 2),
                  (px - 6, y + L * c / 2)], color=col[name])
         D.text(px - 40, y + L * c / 2 - 6, f"W^{name}", size=12, color=col[name], weight="bold")
     D.text(px - 70, top + 3 * band + 6, "W^Q, W^K: (d_model, d_k)     W^V: (d_model, d_v)", size=11,
-           anchor="start", color=ink2)
+           anchor="start", color="#444444")
     qx, qy, qw = pos["Q"]
     D.rect(qx - 1.5, qy + query * c - 1.5, qw * c + 3, c + 3, stroke=col["Q"], sw=2.4, rx=2)
-    # scores
+    return pos
+
+
+def _scores(D: Diagram, tokens: Sequence[str], query: int, c: float, pos: _Cells) -> tuple[float, float, float]:
+    """query_path's row of scores q_i · k_j / √d_k, fed by the query and every key; returns its
+    x, y and cell size."""
+    col, L = _QKV_COLORS, len(tokens)
+    qx, qy, qw = pos["Q"]
     sc = c * 1.7
     sx, sy = 600, pos["K"][1] + L * c / 2 - sc / 2
     D.text(sx + L * sc / 2, sy - 26, "scores q_i · k_j / √d_k", weight="bold")
@@ -295,7 +322,13 @@ def query_path(tokens: Sequence[str], d_model: Optional[int], d_k: int, d_v: int
     kx, ky, kw = pos["K"]
     D.arrow([(kx + kw * c + 4, ky + L * c / 2), (sx - 4, sy + sc - 8)], color=col["K"])
     D.text(kx + kw * c + 14, ky + L * c / 2 + 18, "every key k_j", size=11.5, color=col["K"], anchor="start")
-    # softmax and weights
+    return sx, sy, sc
+
+
+def _softmax_weights(D: Diagram, L: int, weights: Optional[Sequence[float]], sx: float, sy: float,
+                     sc: float) -> float:
+    """query_path's softmax and the row of weights under the scores (shaded and labelled with
+    `weights` when given); returns the row's y."""
     wy = sy + sc + 80
     D.arrow([(sx + L * sc / 2, sy + sc + 20), (sx + L * sc / 2, wy - 4)], color=COLORS["attention"])
     D.text(sx + L * sc / 2 + 8, sy + sc + 48, "softmax over the row", size=11.5, anchor="start", color=COLORS["attention"])
@@ -304,7 +337,12 @@ def query_path(tokens: Sequence[str], d_model: Optional[int], d_k: int, d_v: int
     D.cells(sx, wy, 1, L, sc, fill=lambda i, j: light(COLORS["attention"], 0.1 + 0.75 * (weights[j] / wmax if weights else 0.3)),
             text=(lambda i, j: f"{weights[j]:.2f}") if weights else None, text_size=10,
             text_color=lambda i, j: "#FFFFFF" if weights and weights[j] / wmax > 0.6 else INK)
-    # weighted sum
+    return wy
+
+
+def _weighted_sum(D: Diagram, L: int, d_v: int, c: float, pos: _Cells, sx: float, sc: float, wy: float) -> None:
+    """query_path's output z_i: the weights and every value into their weighted sum."""
+    col = _QKV_COLORS
     vx, vy, vw = pos["V"]
     ow = min(d_v, 6)
     ox, oy = 860, wy + (sc - c) / 2
@@ -316,7 +354,6 @@ def query_path(tokens: Sequence[str], d_model: Optional[int], d_k: int, d_v: int
     D.cells(ox, oy, 1, ow, c, fill=lambda i, j: light(COLORS["output"], 0.25), stroke=COLORS["output"])
     D.text(ox + ow * c / 2, oy - 30, "output z_i", weight="bold")
     D.text(ox + ow * c / 2, oy - 14, "Σ_j a_{ij} v_j: (1, d_v)", size=11.5)
-    return D
 
 
 def attention_block(masked: bool = True) -> Diagram:
@@ -344,6 +381,7 @@ def attention_block(masked: bool = True) -> Diagram:
         if prev is not None:
             D.arrow([(prev + w, y + h / 2), (x - 2, y + h / 2)])
         prev = x
+    assert prev is not None                 # the first step is always drawn
     D.arrow([(132, 40), (156, 40), (156, y + 18), (178, y + 18)], color=COLORS["query"])
     D.arrow([(132, 140), (156, 140), (156, y + 38), (178, y + 38)], color=COLORS["key"])
     D.box(740, y - 50, 100, 44, "· V", COLORS["attention"], sub="A V")
@@ -370,8 +408,19 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
                 f"is viewed as h = {h} heads of width d_k = {d_k}, shape (B, h, L, d_k). The {h} heads "
                 f"attend in parallel; their outputs are concatenated back to (B, L, h d_k) = (B, L, d) "
                 f"and multiplied by W^O. Numbered badges mark the five steps of the Thinking Machines walk-through.")
-    shp = lambda *a: _shape(*a)
-    ink2 = "#444444"
+    yc = _words_to_projection(D, tokens, d_model, batch)
+    ys = _split_into_heads(D, yc, h, d_k, L, d_model, batch)
+    hx = _heads_in_parallel(D, ys, h)
+    _concat_and_output(D, yc, h, hx)
+    D.text(500, 410, f"B batch, L length, d = d_model = {d_model}, h = {h}, d_k = d / h = {d_k}",
+           size=11.5, color="#444444")
+    return D
+
+
+def _words_to_projection(D: Diagram, tokens: Sequence[str], d_model: int, batch: int) -> float:
+    """multi_head's steps 1 to 3: the words, their embedding X and the one fused Linear;
+    returns the y of the diagram's centre line."""
+    L, ink2 = len(tokens), "#444444"
     # 1. tokens
     for i, t in enumerate(tokens):
         D.box(18, 150 + i * 46, 96, 34, t, COLORS["output"], size=12.5, weight=None, sw=1.2)
@@ -379,7 +428,7 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
     D.text(66, 130 + 46 * L + 40, "words", size=11.5, color=ink2)
     # 2. embedding -> X
     D.arrow([(116, 150 + L * 23), (150, 150 + L * 23)])
-    D.box(152, 150 + L * 23 - 45, 104, 90, "X", COLORS["embedding"], sub=shp("B", "L", "d"),
+    D.box(152, 150 + L * 23 - 45, 104, 90, "X", COLORS["embedding"], sub=_shape("B", "L", "d"),
           code="embedding", size=14)
     D.step_badge(164, 150 + L * 23 - 58, 2)
     D.text(204, 150 + L * 23 + 64, f"({batch}, {L}, {d_model})", size=11, color=ink2)
@@ -388,20 +437,30 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
     D.arrow([(256, yc), (284, yc)])
     D.box(286, yc - 45, 104, 90, "one Linear", COLORS["attention"], sub="d → 3d", code="in_proj", size=13)
     D.step_badge(298, yc - 58, 3)
-    # split into Q K V
-    names = [("Q", COLORS["query"]), ("K", COLORS["key"]), ("V", COLORS["value"])]
+    return yc
+
+
+def _split_into_heads(D: Diagram, yc: float, h: int, d_k: int, L: int, d_model: int, batch: int) -> list[float]:
+    """multi_head's split of the projection into Q, K and V, each a deck of h heads; returns
+    the y of each of Q, K, V."""
+    ink2 = "#444444"
     ys = [yc - 130, yc - 20, yc + 90]
     D.text(338, yc + 64, f"(B, L, 3d) = ({batch}, {L}, {3 * d_model})", size=11, color=ink2)
-    for (n, col), y in zip(names, ys):
+    for (n, col), y in zip(_QKV_COLORS.items(), ys):
         D.arrow([(390, yc), (410, yc), (410, y + 20), (432, y + 20)], color=col)
-        D.box(434, y, 64, 40, n, col, sub=shp("B", "L", "d"), size=13)
+        D.box(434, y, 64, 40, n, col, sub=_shape("B", "L", "d"), size=13)
         # h heads as a deck of slices
         for k in range(min(h, 8)):
             D.rect(548 + k * 5, y - 6 + k * 5, 60, 34, stroke=col, fill=light(col, 0.22), sw=1.0, rx=3)
         D.arrow([(498, y + 20), (546, y + 20)], color=col)
-        D.text(578 + min(h, 8) * 2.5, y + 78, shp("B", "h", "L", "d_k"), size=11, color=col)
+        D.text(578 + min(h, 8) * 2.5, y + 78, _shape("B", "h", "L", "d_k"), size=11, color=col)
     D.text(520, ys[0] - 24, f"split, view as h = {h} heads of d_k = {d_k}", size=11.5, color=ink2)
-    # 4. heads in parallel
+    return ys
+
+
+def _heads_in_parallel(D: Diagram, ys: Sequence[float], h: int) -> float:
+    """multi_head's step 4: the heads (at most 8 drawn), each reading its Q, K and V; returns
+    their x."""
     hx = 700
     D.step_badge(hx - 10, ys[2] + 60, 4)
     D.text(hx + 50, 34, f"{h} heads in parallel", size=12, weight="bold")
@@ -410,10 +469,15 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
     for r, k in enumerate(show):
         D.box(hx, ys[0] + r * hh + 2, 100, hh - 6, f"head {k + 1}", COLORS["attention"], size=11.5,
               weight=None, sw=1.1)
-    for (n, col), y in zip(names, ys):
+    for (n, col), y in zip(_QKV_COLORS.items(), ys):
         D.arrow([(556 + min(h, 8) * 5 + 60, y + 20), (hx - 4, y + 20)], color=col, sw=1.3)
-    D.text(hx + 6, ys[2] + 64, "softmax(Q_i K_i^T / √d_k) V_i", size=11, color=ink2, anchor="start")
-    # 5. concat and W_O
+    D.text(hx + 6, ys[2] + 64, "softmax(Q_i K_i^T / √d_k) V_i", size=11, color="#444444", anchor="start")
+    return hx
+
+
+def _concat_and_output(D: Diagram, yc: float, h: int, hx: float) -> None:
+    """multi_head's step 5: the heads' outputs concatenated, then W^O, giving Z."""
+    ink2 = "#444444"
     cx = 830
     D.step_badge(cx + 10, yc - 75, 5)
     D.arrow([(hx + 100, yc), (cx - 2, yc)])
@@ -422,15 +486,12 @@ def multi_head(d_model: int = 512, n_heads: int = 8, tokens: Sequence[str] = ("T
         D.rect(cx, yc - 45 + k * seg, 40, seg, stroke=COLORS["attention"], fill=light(COLORS["attention"], 0.08 + 0.05 * (k % 2)),
                sw=0.9, rx=0)
     D.text(cx + 20, yc + 62, "concat", size=11.5, weight="bold")
-    D.text(cx + 20, yc + 77, shp("B", "L", "h·d_k"), size=10.5, color=ink2)
+    D.text(cx + 20, yc + 77, _shape("B", "L", "h·d_k"), size=10.5, color=ink2)
     D.arrow([(cx + 40, yc), (cx + 60, yc)])
     D.box(cx + 62, yc - 30, 60, 60, "W^O", COLORS["output"], sub="d → d", code="out_proj", size=13)
     D.arrow([(cx + 122, yc), (cx + 150, yc)])
     D.text(cx + 150, yc - 10, "Z", size=14, weight="bold", anchor="end")
-    D.text(cx + 150, yc + 44, shp("B", "L", "d"), size=10.5, color=ink2, anchor="end")
-    D.text(500, 410, f"B batch, L length, d = d_model = {d_model}, h = {h}, d_k = d / h = {d_k}",
-           size=11.5, color=ink2)
-    return D
+    D.text(cx + 150, yc + 44, _shape("B", "L", "d"), size=10.5, color=ink2, anchor="end")
 
 
 # ---- chapter 4: what is added, and RoPE against the additive form -------------------------
@@ -567,16 +628,17 @@ def _layer_column(D: Diagram, x: float, y: float, pre: bool, w: float = 200) -> 
     ink2 = "#444444"
     D.text(x + w / 2, y, "x " + _shape("B", "L", "d"), size=12)
     yy = y + 8
-    items = []
-    for sub, name, col in (("attn", "multi-head self-attention", COLORS["attention"]),
-                           ("ffn", "feed-forward network", COLORS["ffn"])):
+    items: list[tuple[str, Optional[str], Optional[str]]] = []
+    for sub, sub_name, sub_col in (("attn", "multi-head self-attention", COLORS["attention"]),
+                                   ("ffn", "feed-forward network", COLORS["ffn"])):
         if pre:
-            items += [("norm", "LayerNorm", COLORS["norm"]), (sub, name, col), ("add", None, None)]
+            items += [("norm", "LayerNorm", COLORS["norm"]), (sub, sub_name, sub_col), ("add", None, None)]
         else:
-            items += [(sub, name, col), ("add", None, None), ("norm", "LayerNorm", COLORS["norm"])]
-    res_start = yy
+            items += [(sub, sub_name, sub_col), ("add", None, None), ("norm", "LayerNorm", COLORS["norm"])]
+    res_start: Optional[float] = yy
     for kind, name, col in items:
         if kind == "add":
+            assert res_start is not None            # set at the start or by the box before this sum
             D.arrow([(x + w / 2, yy), (x + w / 2, yy + 14)])
             cy = yy + 26
             D.circle(x + w / 2, cy, 11, stroke=INK, fill="#FFFFFF")
@@ -666,15 +728,19 @@ def norm_axes(lengths: Sequence[int] = (5, 3, 4), d: int = 6) -> Diagram:
 
 
 # ---- chapter 7: the whole model; the three ways of using attention; decoder inputs ---------
+# whole_model's layout: the encoder's column at x = 40 and the decoder's at x = 560, each 400
+# wide; layers 46 high with 8 between them, the stacks starting at y = 170.
+_ENC_X, _DEC_X, _COL_W = 40, 560, 400
+_LAYER_H, _LAYER_GAP, _STACK_TOP = 46, 8, 170
+
+
 def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
     """The encoder-decoder Transformer of `config` (a `transformer_lib.TransformerConfig`):
     embeddings, positions, N encoder layers, N decoder layers each reading the encoder's final
     output, the (tied) output layer; each part with its chapter and `transformer_lib` name."""
     c = config
     Ne, Nd = c.n_encoder_layers, c.n_decoder_layers
-    lh, gap = 46, 8
-    top = 170
-    H = top + max(Ne, Nd) * (lh + gap) + 242
+    H = _STACK_TOP + max(Ne, Nd) * (_LAYER_H + _LAYER_GAP) + 242
     D = Diagram(1030, H, "The whole Transformer",
                 f"Left, the encoder: source tokens (B, S), the embedding times the square root of d = "
                 f"{c.d_model}, the sinusoidal positional encoding, then {Ne} encoder layers, each "
@@ -685,67 +751,102 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
                 f"{' (tied to the target embedding)' if c.tie_output else ''} gives logits (B, T, V) "
                 f"and a softmax gives probabilities. h = {c.n_heads}, d_ff = {c.d_ff}.")
     ink2 = "#444444"
-    ex, dx, w = 40, 560, 400
-    enc, dec = COLORS["encoder"], COLORS["decoder"]
+    for x, what, shape, name in ((_ENC_X, "source tokens", _shape("B", "S"), "src"),
+                                 (_DEC_X, "target shifted right: <bos> y_1 … y_{T−1}", _shape("B", "T"), "tgt")):
+        _model_input(D, x, what, shape, name)
+    for x, col, N, kind in ((_ENC_X, COLORS["encoder"], Ne, "enc"), (_DEC_X, COLORS["decoder"], Nd, "dec")):
+        _layer_stack(D, x, col, N, kind)
+    _memory_bus(D, Ne)
+    _output_layer(D, Nd, c.tie_output, c.share_embeddings)
+    D.text(_ENC_X, H - 34, "attention: ch 1–3 · masks: ch 5 · dropout: ch 8 · decoding: ch 10 · training: ch 11",
+           size=11.5, color=ink2, anchor="start")
+    D.text(_ENC_X, H - 14, f"Transformer(TransformerConfig(d_model={c.d_model}, n_heads={c.n_heads}, "
+           f"n_encoder_layers={Ne}, n_decoder_layers={Nd}, d_ff={c.d_ff}, ...))   (ch 7)",
+           size=11.5, color=ink2, mono=True, anchor="start")
+    return D
 
-    def chip(x, y, s):
-        D.rect(x, y - 11, 8 * len(s) + 10, 16, stroke="#999999", fill="#FFFFFF", rx=8, sw=0.9)
-        D.text(x + 4 * len(s) + 5, y + 1, s, size=10, color=ink2, markup=False)
 
-    for x, col, what, shape, name in ((ex, enc, "source tokens", _shape("B", "S"), "src"),
-                                      (dx, dec, "target shifted right: <bos> y_1 … y_{T−1}", _shape("B", "T"), "tgt")):
-        D.box(x + 60, 20, w - 120, 34, what, COLORS["output"], sub=None, size=12.5, weight=None, sw=1.1)
-        D.text(x + w - 50, 42, shape, size=11, anchor="start", color=ink2)
-        D.arrow([(x + w / 2, 54), (x + w / 2, 72)])
-        D.box(x, 74, w / 2 - 10, 52, "embedding × √d", COLORS["embedding"], sub=None,
-              code=f"{name}_embed", size=12.5)
-        D.text(x + w / 2, 106, "+", size=16, weight="bold")
-        D.box(x + w / 2 + 10, 74, w / 2 - 10, 52, "positions + dropout", COLORS["position"],
-              code="PositionalEncoding", size=12.5)
-        if name == "src":
-            chip(x + w - 40, 70, "ch 4")
-        D.arrow([(x + w / 2, 126), (x + w / 2, top - 12)], label=_shape("B", "S" if name == "src" else "T", "d"),
-                label_xy=(x + w / 2 + 8, 148))
-    # stacks
-    for x, col, N, kind in ((ex, enc, Ne, "enc"), (dx, dec, Nd, "dec")):
-        stack_h = N * (lh + gap) + 48
-        D.rect(x - 8, top - 14, w + 16, stack_h, stroke=col, fill=light(col, 0.06), rx=8, sw=2)
-        label = (f"Encoder: {N} × EncoderLayer   (ch 6)" if kind == "enc" else f"Decoder: {N} × DecoderLayer   (ch 7)")
-        D.text(x + w / 2, top + N * (lh + gap) + 10, label, size=11.5, color=col, weight="bold")
-        names = "MultiHeadAttention · PositionwiseFeedForward"
-        D.text(x + w / 2, top + N * (lh + gap) + 26, names, size=10, color="#444444", mono=True)
-        for i in range(N):
-            y = top + i * (lh + gap)
-            D.rect(x, y, w, lh, stroke=col, fill=light(col, 0.14), rx=5, sw=1.2)
-            D.text(x + 5, y + 13, f"{i + 1}", size=10, color=col, anchor="start", weight="bold")
-            if kind == "enc":
-                parts = [("self-attention", COLORS["attention"], "MultiHeadAttention"),
-                         ("feed-forward", COLORS["ffn"], "PositionwiseFeedForward")]
-            else:
-                parts = [("masked self-attn", COLORS["attention"], "MultiHeadAttention"),
-                         ("cross-attention", COLORS["key"], "MultiHeadAttention"),
-                         ("feed-forward", COLORS["ffn"], "PositionwiseFeedForward")]
-            pw = (w - 24 - 8 * (len(parts) - 1)) / len(parts)
-            for k, (t, pc, code) in enumerate(parts):
-                px = x + 18 + k * (pw + 8)
-                bh = lh - 10 if kind == "enc" else lh - 17
-                D.box(px, y + 4, pw, bh, t, pc, size=11.5, weight=None, sw=1.1)
-                if kind == "dec" and k == 1:
-                    # keys and values from the memory bus, under the self-attention box
-                    D.arrow([(dx - 40, y + lh - 5), (px + 22, y + lh - 5), (px + 22, y + bh + 5)],
-                            color=COLORS["key"], sw=1.4)
-            if i < N - 1:
-                D.arrow([(x + w / 2, y + lh), (x + w / 2, y + lh + gap)], sw=1.1, head=False)
-    # memory bus
+def _chip(D: Diagram, x: float, y: float, s: str) -> None:
+    """A small rounded label, e.g. a chapter number."""
+    D.rect(x, y - 11, 8 * len(s) + 10, 16, stroke="#999999", fill="#FFFFFF", rx=8, sw=0.9)
+    D.text(x + 4 * len(s) + 5, y + 1, s, size=10, color="#444444", markup=False)
+
+
+def _model_input(D: Diagram, x: float, what: str, shape: str, name: str) -> None:
+    """whole_model's input of one side (`name` "src" or "tgt"): the tokens, the embedding times
+    √d plus the positions, down to the stack."""
+    w = _COL_W
+    D.box(x + 60, 20, w - 120, 34, what, COLORS["output"], sub=None, size=12.5, weight=None, sw=1.1)
+    D.text(x + w - 50, 42, shape, size=11, anchor="start", color="#444444")
+    D.arrow([(x + w / 2, 54), (x + w / 2, 72)])
+    D.box(x, 74, w / 2 - 10, 52, "embedding × √d", COLORS["embedding"], sub=None,
+          code=f"{name}_embed", size=12.5)
+    D.text(x + w / 2, 106, "+", size=16, weight="bold")
+    D.box(x + w / 2 + 10, 74, w / 2 - 10, 52, "positions + dropout", COLORS["position"],
+          code="PositionalEncoding", size=12.5)
+    if name == "src":
+        _chip(D, x + w - 40, 70, "ch 4")
+    D.arrow([(x + w / 2, 126), (x + w / 2, _STACK_TOP - 12)], label=_shape("B", "S" if name == "src" else "T", "d"),
+            label_xy=(x + w / 2 + 8, 148))
+
+
+def _layer_stack(D: Diagram, x: float, col: str, N: int, kind: str) -> None:
+    """whole_model's N encoder (`kind` "enc") or decoder ("dec") layers in a frame, with the
+    frame's label."""
+    top, lh, gap, w = _STACK_TOP, _LAYER_H, _LAYER_GAP, _COL_W
+    stack_h = N * (lh + gap) + 48
+    D.rect(x - 8, top - 14, w + 16, stack_h, stroke=col, fill=light(col, 0.06), rx=8, sw=2)
+    label = (f"Encoder: {N} × EncoderLayer   (ch 6)" if kind == "enc" else f"Decoder: {N} × DecoderLayer   (ch 7)")
+    D.text(x + w / 2, top + N * (lh + gap) + 10, label, size=11.5, color=col, weight="bold")
+    names = "MultiHeadAttention · PositionwiseFeedForward"
+    D.text(x + w / 2, top + N * (lh + gap) + 26, names, size=10, color="#444444", mono=True)
+    for i in range(N):
+        y = top + i * (lh + gap)
+        _stack_layer(D, x, y, col, kind, i)
+        if i < N - 1:
+            D.arrow([(x + w / 2, y + lh), (x + w / 2, y + lh + gap)], sw=1.1, head=False)
+
+
+def _stack_layer(D: Diagram, x: float, y: float, col: str, kind: str, i: int) -> None:
+    """One layer of whole_model's stacks: its number and sublayers; a decoder layer's
+    cross-attention reads the memory bus."""
+    lh, w = _LAYER_H, _COL_W
+    D.rect(x, y, w, lh, stroke=col, fill=light(col, 0.14), rx=5, sw=1.2)
+    D.text(x + 5, y + 13, f"{i + 1}", size=10, color=col, anchor="start", weight="bold")
+    if kind == "enc":
+        parts = [("self-attention", COLORS["attention"], "MultiHeadAttention"),
+                 ("feed-forward", COLORS["ffn"], "PositionwiseFeedForward")]
+    else:
+        parts = [("masked self-attn", COLORS["attention"], "MultiHeadAttention"),
+                 ("cross-attention", COLORS["key"], "MultiHeadAttention"),
+                 ("feed-forward", COLORS["ffn"], "PositionwiseFeedForward")]
+    pw = (w - 24 - 8 * (len(parts) - 1)) / len(parts)
+    for k, (t, pc, code) in enumerate(parts):
+        px = x + 18 + k * (pw + 8)
+        bh = lh - 10 if kind == "enc" else lh - 17
+        D.box(px, y + 4, pw, bh, t, pc, size=11.5, weight=None, sw=1.1)
+        if kind == "dec" and k == 1:
+            # keys and values from the memory bus, under the self-attention box
+            D.arrow([(_DEC_X - 40, y + lh - 5), (px + 22, y + lh - 5), (px + 22, y + bh + 5)],
+                    color=COLORS["key"], sw=1.4)
+
+
+def _memory_bus(D: Diagram, Ne: int) -> None:
+    """whole_model's memory: the encoder's final output, carried to every decoder layer."""
+    top, lh, gap, w, ex, dx = _STACK_TOP, _LAYER_H, _LAYER_GAP, _COL_W, _ENC_X, _DEC_X
     mem_y = top + Ne * (lh + gap) + 60
     D.arrow([(ex + w / 2, top + Ne * (lh + gap) + 34), (ex + w / 2, mem_y - 2)])
-    D.box(ex + 80, mem_y, w - 160, 42, "memory", enc, sub=_shape("B", "S", "d") + ": the encoder's final output", size=12.5)
+    D.box(ex + 80, mem_y, w - 160, 42, "memory", COLORS["encoder"], sub=_shape("B", "S", "d") + ": the encoder's final output", size=12.5)
     bus_x = dx - 40
     D.line(ex + w - 80, mem_y + 21, bus_x, mem_y + 21, color=COLORS["key"], sw=2.2)
     D.line(bus_x, mem_y + 21, bus_x, top + lh / 2, color=COLORS["key"], sw=2.2)
     D.text(ex + w - 72, mem_y + 40, "keys and values for the cross-attention", size=11, color=COLORS["key"], anchor="start")
     D.text(ex + w - 72, mem_y + 54, "of every decoder layer", size=11, color=COLORS["key"], anchor="start")
-    # output
+
+
+def _output_layer(D: Diagram, Nd: int, tie_output: bool, share_embeddings: bool) -> None:
+    """whole_model's output layer and softmax, and (when tied) the matrix it shares."""
+    top, lh, gap, w, dx = _STACK_TOP, _LAYER_H, _LAYER_GAP, _COL_W, _DEC_X
     oy = top + Nd * (lh + gap) + 60
     D.arrow([(dx + w / 2, top + Nd * (lh + gap) + 34), (dx + w / 2, oy - 2)], label=_shape("B", "T", "d"),
             label_xy=(dx + w / 2 + 8, oy - 10))
@@ -754,19 +855,13 @@ def whole_model(config, href: Optional[Mapping[str, str]] = None) -> Diagram:
             label_xy=(dx + w / 2 + 8, oy + 57))
     D.box(dx + 90, oy + 64, w - 180, 40, "softmax → next-token probabilities", COLORS["output"], size=12, weight=None,
           sub="ch 10 decodes, ch 11 trains")
-    if c.tie_output:
+    if tie_output:
         tx = dx + w + 22
         D.arrow([(dx + w - 40, oy + 21), (tx, oy + 21), (tx, 64), (dx + w / 4 - 5, 64), (dx + w / 4 - 5, 72)],
                 color=COLORS["embedding"], dash=True, sw=1.4, both=True)
         D.raw(f'<text x="{_f(tx + 12)}" y="{_f((64 + oy) / 2)}" font-size="11" fill="{COLORS["embedding"]}" '
               f'text-anchor="middle" transform="rotate(90 {_f(tx + 12)} {_f((64 + oy) / 2)})">'
-              f'{"shared: src_embed, tgt_embed and the output layer are one (V, d) matrix" if c.share_embeddings else "tied: the output layer and tgt_embed are one (V, d) matrix"}</text>')
-    D.text(ex, H - 34, "attention: ch 1–3 · masks: ch 5 · dropout: ch 8 · decoding: ch 10 · training: ch 11",
-           size=11.5, color=ink2, anchor="start")
-    D.text(ex, H - 14, f"Transformer(TransformerConfig(d_model={c.d_model}, n_heads={c.n_heads}, "
-           f"n_encoder_layers={Ne}, n_decoder_layers={Nd}, d_ff={c.d_ff}, ...))   (ch 7)",
-           size=11.5, color=ink2, mono=True, anchor="start")
-    return D
+              f'{"shared: src_embed, tgt_embed and the output layer are one (V, d) matrix" if share_embeddings else "tied: the output layer and tgt_embed are one (V, d) matrix"}</text>')
 
 
 def three_ways() -> Diagram:
@@ -902,7 +997,9 @@ class BeamTrace:
     """
 
     def __init__(self, decoder_cls) -> None:
-        self.cls, self.steps, self.reorders = decoder_cls, [], []
+        self.cls = decoder_cls
+        self.steps: list[tuple[list[int], list[list[float]]]] = []    # (input tokens, log-probabilities)
+        self.reorders: list[list[int]] = []
 
     def __enter__(self) -> "BeamTrace":
         self._step, self._reorder = self.cls.step, self.cls.reorder
@@ -930,7 +1027,8 @@ class BeamTrace:
         K = beam_size
         if len(self.reorders) and len(self.reorders[0]) != K:
             raise ValueError("trace one source sentence at a time (B = 1)")
-        hyps, scores = [[] for _ in range(K)], [0.0] + [-math.inf] * (K - 1)
+        hyps: list[list[int]] = [[] for _ in range(K)]
+        scores = [0.0] + [-math.inf] * (K - 1)
         reorders = self.reorders[1:]                      # the first one only repeats the source K times
         out = []
         for t, (_, logp) in enumerate(self.steps, start=1):
@@ -972,11 +1070,11 @@ def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], beam
     ink2 = "#444444"
     y_mid = 60 + (rows * rowh) / 2
     D.box(20, y_mid - 14, 64, 28, bos, dec, size=11.5, weight=None)
-    prev_pos = [(84, y_mid)]
+    prev_pos: list[tuple[float, float]] = [(84, y_mid)]
     for t, cands in enumerate(steps):
         x = 40 + (t + 1) * colw
         D.text(x + 46, 40, f"step {t + 1}", size=11.5, color=ink2)
-        kept_pos = []
+        kept_pos: list[tuple[float, float]] = []
         for r, cand in enumerate(cands):
             y = 60 + r * rowh
             status = cand["status"]
@@ -999,13 +1097,13 @@ def beam_tree(steps: Sequence[Sequence[Mapping]], vocab: Mapping[int, str], beam
     ly = D.height - 20
     items = [(light(dec, 0.12), dec, False, "kept"), ("#F7F7F7", "#BBBBBB", True, "pruned, or left when the search stopped"),
              ("#FFFFFF", dec, False, "finished: score = log P / ((5 + |Y|) / 6)^α"), (light(dec, 0.45), dec, False, "the returned output")]
-    x = 30
+    lx: float = 30
     for fill, stroke, dash, label in items:
-        D.rect(x, ly - 10, 26, 14, stroke=stroke, fill=fill, sw=1.0, dash=dash)
+        D.rect(lx, ly - 10, 26, 14, stroke=stroke, fill=fill, sw=1.0, dash=dash)
         if label.startswith("finished"):
-            D.rect(x - 3, ly - 13, 32, 20, stroke=dec, sw=0.8)
-        D.text(x + 34, ly + 1, label, size=11, anchor="start", markup=label.startswith("finished"))
-        x += 44 + 6.1 * len(label)
+            D.rect(lx - 3, ly - 13, 32, 20, stroke=dec, sw=0.8)
+        D.text(lx + 34, ly + 1, label, size=11, anchor="start", markup=label.startswith("finished"))
+        lx += 44 + 6.1 * len(label)
     return D
 
 
@@ -1081,7 +1179,6 @@ def overview(base: str = "../chapters/", pages: Mapping[int, str] = CHAPTER_PAGE
                 "and the full model (7), dropout (8), counting parameters (9), decoding (10), training (11), "
                 "results and attention maps (12), encoder-only and decoder-only variants (13).",
                 role=None)                      # not "img": its parts are links
-    enc, dec = COLORS["encoder"], COLORS["decoder"]
 
     def part(ch, x, y, w, h, label, color, sub=None, size=12.5):
         D.link_open(base + pages[ch] + ".html", f"Chapter {ch}: {label}")
@@ -1097,27 +1194,8 @@ def overview(base: str = "../chapters/", pages: Mapping[int, str] = CHAPTER_PAGE
     D.text(610, 520, "target so far, shifted right (English)", size=12)
     D.arrow([(190, 506), (190, 486)])
     D.arrow([(610, 506), (610, 486)])
-    # encoder
-    D.rect(30, 180, 320, 240, stroke=enc, fill=light(enc, 0.06), sw=2, rx=8)
-    D.link_open(base + pages[6] + ".html", "Chapter 6: the encoder")
-    D.text(190, 200, "encoder layer × N", weight="bold", color=enc)
-    D.link_close()
-    part(3, 50, 340, 280, 50, "multi-head self-attention", COLORS["attention"], sub="scaled dot-product: ch 1, 2")
-    part(6, 50, 270, 280, 44, "add & LayerNorm, feed-forward", COLORS["ffn"])
-    part(8, 50, 214, 280, 40, "dropout at four sites", COLORS["norm"])
-    D.arrow([(190, 438), (190, 392)])
-    # decoder
-    D.rect(450, 120, 320, 300, stroke=dec, fill=light(dec, 0.06), sw=2, rx=8)
-    D.link_open(base + pages[7] + ".html", "Chapter 7: the decoder and the full model")
-    D.text(610, 140, "decoder layer × N", weight="bold", color=dec)
-    D.link_close()
-    part(5, 470, 350, 280, 44, "masked self-attention", COLORS["mask"])
-    part(7, 470, 282, 280, 50, "cross-attention", COLORS["key"], sub="Q from decoder, K and V from encoder")
-    part(6, 470, 220, 280, 44, "add & LayerNorm, feed-forward", COLORS["ffn"])
-    part(8, 470, 160, 280, 40, "dropout", COLORS["norm"])
-    D.arrow([(610, 438), (610, 396)])
-    D.arrow([(190, 180), (190, 160), (400, 160), (400, 307), (468, 307)], color=COLORS["key"], sw=2)
-    D.text(300, 152, "memory", size=11.5, color=COLORS["key"])
+    _overview_encoder(D, part, base + pages[6] + ".html")
+    _overview_decoder(D, part, base + pages[7] + ".html")
     # output
     part(7, 470, 40, 280, 50, "output layer (tied) → softmax", COLORS["output"], sub="probabilities of the next token")
     D.arrow([(610, 118), (610, 92)])
@@ -1131,3 +1209,33 @@ def overview(base: str = "../chapters/", pages: Mapping[int, str] = CHAPTER_PAGE
     part(1, 40, 100, 300, 44, "queries, keys and values", COLORS["query"])
     D.text(500, 548, "Numbers in circles are chapters; click a part to open its chapter.", size=11.5, color="#444444")
     return D
+
+
+def _overview_encoder(D: Diagram, part: Callable[..., None], href: str) -> None:
+    """overview's encoder layer (its title links to `href`, chapter 6) and its parts."""
+    enc = COLORS["encoder"]
+    D.rect(30, 180, 320, 240, stroke=enc, fill=light(enc, 0.06), sw=2, rx=8)
+    D.link_open(href, "Chapter 6: the encoder")
+    D.text(190, 200, "encoder layer × N", weight="bold", color=enc)
+    D.link_close()
+    part(3, 50, 340, 280, 50, "multi-head self-attention", COLORS["attention"], sub="scaled dot-product: ch 1, 2")
+    part(6, 50, 270, 280, 44, "add & LayerNorm, feed-forward", COLORS["ffn"])
+    part(8, 50, 214, 280, 40, "dropout at four sites", COLORS["norm"])
+    D.arrow([(190, 438), (190, 392)])
+
+
+def _overview_decoder(D: Diagram, part: Callable[..., None], href: str) -> None:
+    """overview's decoder layer (its title links to `href`, chapter 7), its parts and the
+    encoder's memory feeding its cross-attention."""
+    dec = COLORS["decoder"]
+    D.rect(450, 120, 320, 300, stroke=dec, fill=light(dec, 0.06), sw=2, rx=8)
+    D.link_open(href, "Chapter 7: the decoder and the full model")
+    D.text(610, 140, "decoder layer × N", weight="bold", color=dec)
+    D.link_close()
+    part(5, 470, 350, 280, 44, "masked self-attention", COLORS["mask"])
+    part(7, 470, 282, 280, 50, "cross-attention", COLORS["key"], sub="Q from decoder, K and V from encoder")
+    part(6, 470, 220, 280, 44, "add & LayerNorm, feed-forward", COLORS["ffn"])
+    part(8, 470, 160, 280, 40, "dropout", COLORS["norm"])
+    D.arrow([(610, 438), (610, 396)])
+    D.arrow([(190, 180), (190, 160), (400, 160), (400, 307), (468, 307)], color=COLORS["key"], sw=2)
+    D.text(300, 152, "memory", size=11.5, color=COLORS["key"])
