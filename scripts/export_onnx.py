@@ -33,9 +33,16 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 import torch
+
+if TYPE_CHECKING:
+    from transformer_lib import Transformer
+    from transformer_lib.export import OnnxTranslator
+    from transformer_lib.tokenizer import SubwordTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 from booktools.diagrams import COLORS, INK, MUTED  # the book's palette, for the page's drawings
@@ -49,7 +56,38 @@ EXAMPLES = [   # German captions for the page's example buttons, written for thi
 ]
 MAX_BLEU_GAP = 0.3          # the page's BLEU against PyTorch's, greedy and beam
 MAX_BYTES = 12_000_000      # every file the page downloads for the model, tokenizer included
-DECODING = {"extra_len": 50, "beam_size": 4, "length_penalty": 0.6, "max_beam_size": 8}
+
+
+class _Decoding(TypedDict):
+    """How the page decodes, as model.json tells it (and as this script measures it)."""
+    extra_len: int
+    beam_size: int
+    length_penalty: float
+    max_beam_size: int
+
+
+DECODING: _Decoding = {"extra_len": 50, "beam_size": 4, "length_penalty": 0.6, "max_beam_size": 8}
+
+
+@dataclass
+class _TestSet:
+    """The Multi30k test sentences as both decoders read them."""
+    src_ids: list[list[int]]    # German, `<eos>` included, cut at the model's max_len
+    refs: list[str]             # English references
+    max_lens: list[int]         # each sentence's decoding budget (`extra_len` more than its source)
+
+
+@dataclass
+class _Measured:
+    """What the export measured in its temporary folder (step 3 of this script)."""
+    fp32_bytes: dict[str, int]
+    shared: dict[str, Any]      # share_weights_fp16's answer: the 16-bit files and what they share
+    agree32: dict[str, Any]     # onnx_agreement: float32 files against PyTorch
+    agree16: dict[str, Any]     # onnx_agreement: 16-bit files against the rounded PyTorch twin
+    beam_torch: list[list[int]]
+    beam_web: list[list[int]]
+    int8_bytes: int
+    bleu: dict[str, dict[str, float]]
 
 
 def _until_eos(ids: list[int], eos_id: int) -> list[int]:
@@ -57,21 +95,9 @@ def _until_eos(ids: list[int], eos_id: int) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", type=Path, default=ROOT / "runs" / "cpu-full", help="the training run's folder")
-    ap.add_argument("--record", type=Path, default=ROOT / "results" / "cpu-full-web",
-                    help="where the run's summary.json and metrics.jsonl are committed")
-    ap.add_argument("--out", type=Path, default=ROOT / "book" / "_static" / "translator" / "model")
-    ap.add_argument("--sentences", type=int, default=None,
-                    help="only the first N test sentences (a quick trial of the script; the page's model uses all)")
-    args = ap.parse_args(argv)
-    from transformer_lib import hardware_info
-    from transformer_lib.data import SubwordTokenizer, load_multi30k
-    from transformer_lib.decoding import beam_search, greedy_decode
-    from transformer_lib.export import (OnnxTranslator, export_onnx, onnx_agreement, round_to_fp16, round_to_int8,
-                                        sha256, share_weights_fp16)
-    from transformer_lib.params import count_parameters
-    from transformer_lib.training import corpus_bleu, load_checkpoint
+    args = _parse_args(argv)
+    from transformer_lib.data import SubwordTokenizer
+    from transformer_lib.training import load_checkpoint
 
     torch.set_num_threads(1)
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
@@ -79,83 +105,154 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads((args.run / "summary.json").read_text())
     model = load_checkpoint(args.run)
     tok = SubwordTokenizer.load(args.run / "tokenizer.json")
-    mc = model.config
-    pairs = load_multi30k("test_2016_flickr", "de", "en")[:args.sentences]
-    src_ids = [tok.encode(de, eos=True)[:mc.max_len] for de, _ in pairs]
-    refs = [en for _, en in pairs]
-    max_lens = [min(mc.max_len, len(ids) + DECODING["extra_len"]) for ids in src_ids]
-    bleu_of = lambda outs: corpus_bleu([tok.decode(ids[1:]) for ids in outs], refs)[0]  # noqa: E731
+    test = _test_set(tok, model.config.max_len, args.sentences)
     for s in EXAMPLES:
         assert tok.unk_id not in tok.encode(s), f"example with unknown characters: {s}"
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        paths = export_onnx(model, work / "fp32")
-        fp32_bytes = {name: p.stat().st_size for name, p in paths.items()}
-        shared = share_weights_fp16(paths, work / "web")
-        agree32 = onnx_agreement(model, OnnxTranslator(work / "fp32"), src_ids, bos_id=tok.bos_id, eos_id=tok.eos_id)
-        web = OnnxTranslator(work / "web")
-        agree16 = onnx_agreement(round_to_fp16(model), web, src_ids, bos_id=tok.bos_id, eos_id=tok.eos_id)
-        print(f"greedy: float32 files {agree32['identical']}/{agree32['sentences']} token-identical to PyTorch "
-              f"(max |logit diff| {agree32['max_abs_logit_diff']:.1e}); 16-bit files {agree16['identical']}/"
-              f"{agree16['sentences']} to the rounded twin", flush=True)
-        K, alpha = DECODING["beam_size"], DECODING["length_penalty"]
-        with torch.no_grad():
-            beam_torch = [_until_eos(beam_search(model, torch.tensor([ids]), n, tok.bos_id, tok.eos_id, beam_size=K,
-                                                 length_penalty=alpha)[0].tolist(), tok.eos_id)
-                          for ids, n in zip(src_ids, max_lens)]
-        beam_web = [web.beam(ids, n, tok.bos_id, tok.eos_id, beam_size=K, length_penalty=alpha)
-                    for ids, n in zip(src_ids, max_lens)]
-        twin8, int8_bytes = round_to_int8(model)
-        with torch.no_grad():
-            greedy8 = [_until_eos(greedy_decode(twin8, torch.tensor([ids]), n, tok.bos_id, tok.eos_id)[0].tolist(),
-                                  tok.eos_id) for ids, n in zip(src_ids, max_lens)]
-        bleu = {"greedy": {"torch": bleu_of(agree32["torch"]), "onnx_fp32": bleu_of(agree32["onnx"]),
-                           "onnx_fp16": bleu_of(agree16["onnx"]), "torch_int8_twin": bleu_of(greedy8)},
-                "beam": {"torch": bleu_of(beam_torch), "onnx_fp16": bleu_of(beam_web)}}
-        print("BLEU:", json.dumps(bleu), flush=True)
+        measured = _export_and_measure(model, tok, test, Path(tmp))
+        shared = measured.shared
         files = {"encoder": shared["files"]["encoder"], "decoder": shared["files"]["decoder"],
                  "weights": shared["weights"], "tokenizer": args.run / "tokenizer.json"}
         total = sum(p.stat().st_size for p in files.values())
-        problems = [msg for bad, msg in (
-            (agree32["identical"] != agree32["sentences"], "float32 files and PyTorch disagree"),
-            (agree16["identical"] != agree16["sentences"], "16-bit files and their PyTorch twin disagree"),
-            (abs(bleu["greedy"]["onnx_fp16"] - bleu["greedy"]["torch"]) > MAX_BLEU_GAP, "greedy BLEU gap > 0.3"),
-            (abs(bleu["beam"]["onnx_fp16"] - bleu["beam"]["torch"]) > MAX_BLEU_GAP, "beam BLEU gap > 0.3"),
-            (total > MAX_BYTES, f"{total:,d} bytes > {MAX_BYTES:,d}")) if bad]
+        problems = _problems(measured, total)
         if problems:
             print(f"nothing written: {'; '.join(problems)}", file=sys.stderr)
             return 1
-        args.out.mkdir(parents=True, exist_ok=True)
-        for old in args.out.iterdir():
-            old.unlink()
-        for p in files.values():
-            shutil.copyfile(p, args.out / p.name)
-    args.record.mkdir(parents=True, exist_ok=True)     # the run's record, as scripts/record_run.py writes one
+        _replace_files(args.out, files.values())
+    _write_record(args.record, args.run, summary)
+    meta = _model_json(args, summary, model, tok, measured, files, total, t0)
+    (args.out / "model.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({total / 1e6:.2f} MB) and {args.record} in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", type=Path, default=ROOT / "runs" / "cpu-full", help="the training run's folder")
+    ap.add_argument("--record", type=Path, default=ROOT / "results" / "cpu-full-web",
+                    help="where the run's summary.json and metrics.jsonl are committed")
+    ap.add_argument("--out", type=Path, default=ROOT / "book" / "_static" / "translator" / "model")
+    ap.add_argument("--sentences", type=int, default=None,
+                    help="only the first N test sentences (a quick trial of the script; the page's model uses all)")
+    return ap.parse_args(argv)
+
+
+def _test_set(tok: SubwordTokenizer, max_len: int, sentences: int | None) -> _TestSet:
+    """The Multi30k test set (its first `sentences`), encoded, with each sentence's budget."""
+    from transformer_lib.data import load_multi30k
+
+    pairs = load_multi30k("test_2016_flickr", "de", "en")[:sentences]
+    src_ids = [tok.encode(de, eos=True)[:max_len] for de, _ in pairs]
+    refs = [en for _, en in pairs]
+    max_lens = [min(max_len, len(ids) + DECODING["extra_len"]) for ids in src_ids]
+    return _TestSet(src_ids, refs, max_lens)
+
+
+def _export_and_measure(model: Transformer, tok: SubwordTokenizer, test: _TestSet, work: Path) -> _Measured:
+    """Steps 2 and 3: export into `work` (float32, then 16-bit shared weights), then translate
+    the test set every way and score it."""
+    from transformer_lib.decoding import greedy_decode
+    from transformer_lib.export import (OnnxTranslator, export_onnx, onnx_agreement, round_to_fp16, round_to_int8,
+                                        share_weights_fp16)
+    from transformer_lib.training import corpus_bleu
+
+    src_ids, max_lens = test.src_ids, test.max_lens
+    bleu_of = lambda outs: corpus_bleu([tok.decode(ids[1:]) for ids in outs], test.refs)[0]  # noqa: E731
+    paths = export_onnx(model, work / "fp32")
+    fp32_bytes = {name: p.stat().st_size for name, p in paths.items()}
+    shared = share_weights_fp16(paths, work / "web")
+    agree32 = onnx_agreement(model, OnnxTranslator(work / "fp32"), src_ids, bos_id=tok.bos_id, eos_id=tok.eos_id)
+    web = OnnxTranslator(work / "web")
+    agree16 = onnx_agreement(round_to_fp16(model), web, src_ids, bos_id=tok.bos_id, eos_id=tok.eos_id)
+    print(f"greedy: float32 files {agree32['identical']}/{agree32['sentences']} token-identical to PyTorch "
+          f"(max |logit diff| {agree32['max_abs_logit_diff']:.1e}); 16-bit files {agree16['identical']}/"
+          f"{agree16['sentences']} to the rounded twin", flush=True)
+    beam_torch, beam_web = _beam_both(model, web, tok, test)
+    twin8, int8_bytes = round_to_int8(model)
+    with torch.no_grad():
+        greedy8 = [_until_eos(greedy_decode(twin8, torch.tensor([ids]), n, tok.bos_id, tok.eos_id)[0].tolist(),
+                              tok.eos_id) for ids, n in zip(src_ids, max_lens)]
+    bleu = {"greedy": {"torch": bleu_of(agree32["torch"]), "onnx_fp32": bleu_of(agree32["onnx"]),
+                       "onnx_fp16": bleu_of(agree16["onnx"]), "torch_int8_twin": bleu_of(greedy8)},
+            "beam": {"torch": bleu_of(beam_torch), "onnx_fp16": bleu_of(beam_web)}}
+    print("BLEU:", json.dumps(bleu), flush=True)
+    return _Measured(fp32_bytes, shared, agree32, agree16, beam_torch, beam_web, int8_bytes, bleu)
+
+
+def _beam_both(model: Transformer, web: OnnxTranslator, tok: SubwordTokenizer,
+               test: _TestSet) -> tuple[list[list[int]], list[list[int]]]:
+    """Beam search (DECODING's beams and length penalty) of every test sentence: PyTorch's,
+    then the 16-bit files'."""
+    from transformer_lib.decoding import beam_search
+
+    src_ids, max_lens = test.src_ids, test.max_lens
+    K, alpha = DECODING["beam_size"], DECODING["length_penalty"]
+    with torch.no_grad():
+        beam_torch = [_until_eos(beam_search(model, torch.tensor([ids]), n, tok.bos_id, tok.eos_id, beam_size=K,
+                                             length_penalty=alpha)[0].tolist(), tok.eos_id)
+                      for ids, n in zip(src_ids, max_lens)]
+    beam_web = [web.beam(ids, n, tok.bos_id, tok.eos_id, beam_size=K, length_penalty=alpha)
+                for ids, n in zip(src_ids, max_lens)]
+    return beam_torch, beam_web
+
+
+def _problems(m: _Measured, total: int) -> list[str]:
+    """Step 4: why nothing may be written (none: the files may be written)."""
+    agree32, agree16, bleu = m.agree32, m.agree16, m.bleu
+    return [msg for bad, msg in (
+        (agree32["identical"] != agree32["sentences"], "float32 files and PyTorch disagree"),
+        (agree16["identical"] != agree16["sentences"], "16-bit files and their PyTorch twin disagree"),
+        (abs(bleu["greedy"]["onnx_fp16"] - bleu["greedy"]["torch"]) > MAX_BLEU_GAP, "greedy BLEU gap > 0.3"),
+        (abs(bleu["beam"]["onnx_fp16"] - bleu["beam"]["torch"]) > MAX_BLEU_GAP, "beam BLEU gap > 0.3"),
+        (total > MAX_BYTES, f"{total:,d} bytes > {MAX_BYTES:,d}")) if bad]
+
+
+def _replace_files(out: Path, files: Iterable[Path]) -> None:
+    """`out` holding exactly `files` (copies), whatever it held before."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.iterdir():
+        old.unlink()
+    for p in files:
+        shutil.copyfile(p, out / p.name)
+
+
+def _write_record(record: Path, run: Path, summary: dict[str, Any]) -> None:
+    """The run's record, as scripts/record_run.py writes one: `summary` (with how it was
+    recorded, added here) and the run's metrics.jsonl."""
+    record.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     summary["recorded"] = {"date": datetime.date.today().isoformat(), "commit": commit,
                            "command": f"make train PRESET={summary['preset']}",
                            "script": "make web-model (python scripts/export_onnx.py)"}
-    (args.record / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    shutil.copyfile(args.run / "metrics.jsonl", args.record / "metrics.jsonl")
+    (record / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    shutil.copyfile(run / "metrics.jsonl", record / "metrics.jsonl")
+
+
+def _model_json(args: argparse.Namespace, summary: dict[str, Any], model: Transformer, tok: SubwordTokenizer,
+                m: _Measured, files: dict[str, Path], total: int, t0: float) -> dict[str, Any]:
+    """model.json: the written files, the model, the run, the measured agreement and BLEU,
+    and what the page shows (examples, palette, its one-line summary)."""
+    from transformer_lib.export import sha256
+    from transformer_lib.params import count_parameters
+
     described = {name: {"name": p.name, "bytes": (args.out / p.name).stat().st_size, "sha256": sha256(args.out / p.name)}
                  for name, p in files.items()}
     params = count_parameters(model)
-    hw = summary["hardware"]
-    rel = lambda p: str(p.resolve().relative_to(ROOT)) if p.resolve().is_relative_to(ROOT) else str(p)  # noqa: E731
+    mc, shared, bleu = model.config, m.shared, m.bleu
     mb = total / 1e6
-    meta = {
+    return {
         "about": "The in-browser model of chapter 12b, written by `make web-model` (scripts/export_onnx.py). "
                  "Trained on Multi30k: non-commercial research and educational use only.",
         "files": described,
         "total_bytes": total,
-        "float32_bytes": fp32_bytes,
+        "float32_bytes": m.fp32_bytes,
         "weights": (f"{shared['tensors']} tensors with >= 1024 values stored once each as float16 in weights.bin "
                     f"({shared['shared']} read by both graphs: {shared['bytes_saved']:,d} bytes not shipped twice), "
                     f"cast to float32 at load; float32 arithmetic"),
-        "int8_alternative": {"bytes_weights": int8_bytes, "note": "row-wise symmetric int8 weights with a float32 "
+        "int8_alternative": {"bytes_weights": m.int8_bytes, "note": "row-wise symmetric int8 weights with a float32 "
                              "scale per row (round_to_int8), measured on a PyTorch twin; not shipped"},
         "parameters": params,
         "config": {**{k: getattr(mc, k) for k in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads",
@@ -165,28 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         "special": {"pad_id": tok.pad_id, "bos_id": tok.bos_id, "eos_id": tok.eos_id, "unk_id": tok.unk_id},
         "decoding": DECODING,
         "training": {"max_sentence_tokens": summary["config"].get("max_sentence_tokens")},
-        "run": {"folder": rel(args.run), "record": rel(args.record),
-                "summary_sha256": sha256(args.record / "summary.json"), "preset": summary["preset"],
-                "command": f"make train PRESET={summary['preset']}  (python -m transformer_lib.train --preset "
-                           f"{summary['preset']} --out {rel(args.run)})",
-                "steps": summary["steps"], "train_time_s": summary["train_time_s"],
-                "hardware": f"{hw.get('gpu', hw['cpu'])}, {hw['torch_threads']} thread(s), torch {hw['torch']}",
-                "bf16_autocast": summary.get("bf16_autocast"),
-                "date": datetime.datetime.fromtimestamp((args.run / "summary.json").stat().st_mtime,
-                                                        datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "weights": summary.get("selected", ""), "bleu_batched": summary.get("bleu")},
+        "run": _run(args.run, args.record, summary),
         "data": summary["data"],
-        "agreement": {"sentences": agree32["sentences"], "identical_fp32_vs_torch": agree32["identical"],
-                      "max_abs_logit_diff_fp32": agree32["max_abs_logit_diff"],
-                      "identical_fp16_vs_rounded_torch": agree16["identical"],
-                      "fp16_same_as_fp32": sum(a == b for a, b in zip(agree16["onnx"], agree32["onnx"])),
-                      "beam_fp16_same_as_torch": sum(a == b for a, b in zip(beam_web, beam_torch))},
+        "agreement": _agreement(m),
         "bleu": bleu,
-        "exported": {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                     "torch": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
-                     "cpu": hardware_info("cpu")["cpu"],
-                     "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                     "arithmetic": "float32 (onnxruntime CPU and PyTorch eval)"},
+        "exported": _exported(t0),
         "examples": EXAMPLES,
         "colors": {"query": COLORS["query"], "key": COLORS["key"]},
         "palette": {**{k: COLORS[k] for k in ("query", "key", "value", "mask", "encoder", "decoder", "output")},
@@ -198,9 +278,49 @@ def main(argv: list[str] | None = None) -> int:
                          f"four beams. Trained on Multi30k, which is for non-commercial research and educational "
                          f"use only."),
     }
-    (args.out / "model.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} ({mb:.2f} MB) and {args.record} in {time.perf_counter() - t0:.0f} s")
-    return 0
+
+
+def _rel(p: Path) -> str:
+    """`p` relative to the repository when it is inside it."""
+    return str(p.resolve().relative_to(ROOT)) if p.resolve().is_relative_to(ROOT) else str(p)
+
+
+def _run(run: Path, record: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """model.json's "run": the training run the weights come from, and its record."""
+    from transformer_lib.export import sha256
+
+    hw = summary["hardware"]
+    return {"folder": _rel(run), "record": _rel(record),
+            "summary_sha256": sha256(record / "summary.json"), "preset": summary["preset"],
+            "command": f"make train PRESET={summary['preset']}  (python -m transformer_lib.train --preset "
+                       f"{summary['preset']} --out {_rel(run)})",
+            "steps": summary["steps"], "train_time_s": summary["train_time_s"],
+            "hardware": f"{hw.get('gpu', hw['cpu'])}, {hw['torch_threads']} thread(s), torch {hw['torch']}",
+            "bf16_autocast": summary.get("bf16_autocast"),
+            "date": datetime.datetime.fromtimestamp((run / "summary.json").stat().st_mtime,
+                                                    datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "weights": summary.get("selected", ""), "bleu_batched": summary.get("bleu")}
+
+
+def _agreement(m: _Measured) -> dict[str, Any]:
+    """model.json's "agreement": how often onnxruntime's translations equal PyTorch's."""
+    agree32, agree16 = m.agree32, m.agree16
+    return {"sentences": agree32["sentences"], "identical_fp32_vs_torch": agree32["identical"],
+            "max_abs_logit_diff_fp32": agree32["max_abs_logit_diff"],
+            "identical_fp16_vs_rounded_torch": agree16["identical"],
+            "fp16_same_as_fp32": sum(a == b for a, b in zip(agree16["onnx"], agree32["onnx"])),
+            "beam_fp16_same_as_torch": sum(a == b for a, b in zip(m.beam_web, m.beam_torch))}
+
+
+def _exported(t0: float) -> dict[str, Any]:
+    """model.json's "exported": when, with what, on which machine, in how many seconds since `t0`."""
+    from transformer_lib.training import hardware_info
+
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "torch": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
+            "cpu": hardware_info("cpu")["cpu"],
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "arithmetic": "float32 (onnxruntime CPU and PyTorch eval)"}
 
 
 if __name__ == "__main__":
