@@ -40,8 +40,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from _common import machine
-from transformer_lib import (PositionalEncoding, Transformer, TransformerConfig, chunked_cross_entropy,
-                             use_fast_dropout)
+from transformer_lib import PositionalEncoding, Transformer, TransformerConfig, use_fast_dropout
+from transformer_lib.training import chunked_cross_entropy
 
 # nn.Transformer's eval fast path warns that nested tensors are a prototype; that is not a result.
 warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.nn\.modules\.(transformer|activation)")
@@ -83,13 +83,13 @@ def make_model(name: str, dropout: float = 0.1) -> nn.Module:
     if name == "ours":
         config = TransformerConfig.base(VOCAB, d_model=D_MODEL, n_heads=HEADS, n_encoder_layers=LAYERS,
                                         n_decoder_layers=LAYERS, d_ff=D_FF, dropout=dropout, max_len=512)
-        model = Transformer(config)
+        ours = Transformer(config)
         if not PLAIN:
-            use_fast_dropout(model)
-        return model
-    model = TorchTransformerLM(dropout)
-    nn.init.normal_(model.embed.weight, std=D_MODEL ** -0.5)    # the same initialisation as ours
-    return model
+            use_fast_dropout(ours)
+        return ours
+    theirs = TorchTransformerLM(dropout)
+    nn.init.normal_(theirs.embed.weight, std=D_MODEL ** -0.5)    # the same initialisation as ours
+    return theirs
 
 
 def make_models(dropout: float = 0.1) -> tuple[nn.Module, nn.Module]:
@@ -135,7 +135,7 @@ def alternate(fns: dict, pairs: int, warmup: int = 2) -> dict:
     for _ in range(warmup):
         for fn in fns.values():
             fn()
-    times = {name: {"wall": [], "cpu": []} for name in fns}
+    times: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in fns}
     for i in range(pairs):
         order = list(fns) if i % 2 == 0 else list(fns)[::-1]
         for name in order:
@@ -186,49 +186,18 @@ def peak_memory_bytes(name: str, mode: str, threads: int) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=int, default=12)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "transformer_vs_torch.json"))
-    parser.add_argument("--peak-child", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
-    parser.add_argument("--plain", action="store_true", help="ours without its training pieces (read at import)")
-    args = parser.parse_args()
+    args = parse_args()
     if args.peak_child:
-        peak_memory_child(*args.peak_child, threads=args.threads)
+        name, mode = args.peak_child
+        peak_memory_child(name, mode, threads=args.threads)
         return
     torch.set_num_threads(args.threads)
 
     ours, theirs = make_models()
-    src, tgt_in, labels = make_batch()
-    opts = {"ours": torch.optim.Adam(ours.parameters(), lr=1e-4, fused=not PLAIN),
-            "torch": torch.optim.Adam(theirs.parameters(), lr=1e-4)}
     models = {"ours": ours, "torch": theirs}
-
-    for m in models.values():
-        m.train()
-    train = alternate({n: (lambda n=n: train_step(models[n], opts[n], src, tgt_in, labels)) for n in models},
-                      args.pairs)
-
-    for m in models.values():
-        m.eval()
-    def forward(n):
-        with torch.no_grad():
-            models[n](src, tgt_in)
-    evals = alternate({n: (lambda n=n: forward(n)) for n in models}, args.pairs)
+    train, evals = time_both(models, args.pairs)
     train_peak = {n: peak_memory_bytes(n, "train", args.threads) for n in models}
     eval_peak = {n: peak_memory_bytes(n, "eval", args.threads) for n in models}
-
-    def summary(times):
-        out = {}
-        for clock in ("cpu", "wall"):
-            ours_t, torch_t = times["ours"][clock], times["torch"][clock]
-            out[clock] = {
-                "median_ms": {"ours": round(1e3 * statistics.median(ours_t), 1),
-                              "torch": round(1e3 * statistics.median(torch_t), 1)},
-                # > 1: ours is faster. The median over the pairs of torch's time / ours.
-                "speed_ratio_ours_vs_torch": round(statistics.median(t / o for o, t in zip(ours_t, torch_t)), 3),
-            }
-        return out
 
     result = {
         "config": dict(d_model=D_MODEL, n_heads=HEADS, layers=f"{LAYERS}+{LAYERS}", d_ff=D_FF, vocab=VOCAB,
@@ -241,17 +210,66 @@ def main() -> None:
         "eval_forward": {**summary(evals), "peak_extra_rss_mib": {n: round(v / 2**20, 1) for n, v in eval_peak.items()}},
         "parameters": {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()},
     }
+    print_result(result, args.pairs)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"written {args.out}")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=12)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "transformer_vs_torch.json"))
+    parser.add_argument("--peak-child", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--plain", action="store_true", help="ours without its training pieces (read at import)")
+    return parser.parse_args()
+
+
+def time_both(models: dict[str, nn.Module], pairs: int) -> tuple[dict, dict]:
+    """The times of the training step, then of the eval forward, of both models alternately
+    (`alternate`) on one batch; each model with its own Adam."""
+    src, tgt_in, labels = make_batch()
+    opts = {"ours": torch.optim.Adam(models["ours"].parameters(), lr=1e-4, fused=not PLAIN),
+            "torch": torch.optim.Adam(models["torch"].parameters(), lr=1e-4)}
+
+    for m in models.values():
+        m.train()
+    train = alternate({n: (lambda n=n: train_step(models[n], opts[n], src, tgt_in, labels)) for n in models},
+                      pairs)
+
+    for m in models.values():
+        m.eval()
+    def forward(n):
+        with torch.no_grad():
+            models[n](src, tgt_in)
+    evals = alternate({n: (lambda n=n: forward(n)) for n in models}, pairs)
+    return train, evals
+
+
+def summary(times: dict) -> dict:
+    """Median times of each model, CPU and wall, and the median over the pairs of torch's time / ours."""
+    out = {}
+    for clock in ("cpu", "wall"):
+        ours_t, torch_t = times["ours"][clock], times["torch"][clock]
+        out[clock] = {
+            "median_ms": {"ours": round(1e3 * statistics.median(ours_t), 1),
+                          "torch": round(1e3 * statistics.median(torch_t), 1)},
+            # > 1: ours is faster. The median over the pairs of torch's time / ours.
+            "speed_ratio_ours_vs_torch": round(statistics.median(t / o for o, t in zip(ours_t, torch_t)), 3),
+        }
+    return out
+
+
+def print_result(result: dict, pairs: int) -> None:
     for name in ("train_step", "eval_forward"):
         r = result[name]
         for clock in ("cpu", "wall"):
             m = r[clock]["median_ms"]
             print(f"{name:>12} ({clock:>4} time): ours {m['ours']:8.1f} ms, torch {m['torch']:8.1f} ms -> "
-                  f"ours is {r[clock]['speed_ratio_ours_vs_torch']:.2f}x torch's speed (median of {args.pairs} pairs)")
+                  f"ours is {r[clock]['speed_ratio_ours_vs_torch']:.2f}x torch's speed (median of {pairs} pairs)")
         print(f"{'':>12} peak memory added by the step: ours {r['peak_extra_rss_mib']['ours']:.0f} MiB, "
               f"torch {r['peak_extra_rss_mib']['torch']:.0f} MiB")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written {args.out}")
 
 
 if __name__ == "__main__":
