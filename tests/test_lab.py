@@ -148,92 +148,11 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}", timeout=120_000)
-            page.wait_for_function(
-                """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                           return w && w.content && w.content.widgets && w.content.widgets.length > 0
-                                  && w.sessionContext && w.sessionContext.session
-                                  && w.sessionContext.session.kernel
-                                  && w.sessionContext.session.kernel.status === 'idle'; }""",
-                timeout=120_000)
-            # Folded cells (jupyter.source_hidden, scripts/reading_path.py) open collapsed here too.
-            folded = sum(c["cell_type"] == "code" and c["metadata"].get("jupyter", {}).get("source_hidden", False)
-                         for c in json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"])
-            collapsed = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
-                                          .filter(c => c.model.type === 'code' && c.inputHidden).length""")
-            assert folded > 0 and collapsed == folded, f"{collapsed} code cells collapsed in JupyterLab, {folded} folded"
-            # The explorer cell, by its source; select it, run everything above it, then it.
-            index = page.evaluate(
-                """(needle) => { const nb = window.jupyterapp.shell.currentWidget.content;
-                                 const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(needle));
-                                 if (i >= 0) { nb.activeCellIndex = i; nb.deselectAll();
-                                               nb.widgets[i].node.setAttribute('data-test', 'explorer'); }
-                                 return i; }""", EXPLORER_SOURCE)
-            assert index > 0, f"no cell of {CHAPTER.name} contains {EXPLORER_SOURCE!r}"
-            # The stored outputs go first, so every widget on the page comes from this kernel.
-            page.evaluate("""async () => { const c = window.jupyterapp.commands;
-                                           await c.execute('notebook:clear-all-cell-outputs');
-                                           await c.execute('notebook:run-all-above');
-                                           await c.execute('notebook:run-cell'); }""")
-            # Wait for the kernel to finish and for the explorer's widgets to be rendered.
-            page.wait_for_function(
-                """(i) => { const nb = window.jupyterapp.shell.currentWidget;
-                            const cell = nb.content.widgets[i];
-                            return nb.sessionContext.session.kernel.status === 'idle'
-                                   && cell.model.executionCount !== null
-                                   && cell.node.querySelector('.widget-slider .noUi-handle')
-                                   && cell.node.querySelector('img.widget-image'); }""",
-                arg=index, timeout=240_000, polling=500)
-            failed = page.evaluate(
-                """(i) => window.jupyterapp.shell.currentWidget.content.widgets.slice(0, i + 1)
-                       .filter(c => c.model.type === 'code')
-                       .flatMap(c => c.model.outputs.toJSON())
-                       .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)""",
-                index)
-            assert not failed, f"cells up to the explorer raised: {failed}"
-            cell = page.locator('.jp-Cell[data-test="explorer"]')
-            cell.scroll_into_view_if_needed()
-            slider = cell.locator(".widget-slider", has=page.locator(".widget-label", has_text="d_k"))
-            readout = slider.locator(".widget-readout")
-            image = cell.locator("img.widget-image")
-
-            def image_bytes() -> str:   # the figure the kernel sent, hashed (its blob: URL changes too)
-                return page.evaluate("""async (img) => { const r = await fetch(img.src);
-                                         const b = new Uint8Array(await r.arrayBuffer());
-                                         const h = await crypto.subtle.digest('SHA-256', b);
-                                         return Array.from(new Uint8Array(h)).map(x => x.toString(16).padStart(2, '0')).join(''); }""",
-                                     image.element_handle())
-
-            before_value, before_image = readout.inner_text().strip(), image_bytes()
-            assert before_value == "256", f"the d_k slider starts at {before_value!r}, expected 256"
-            # Move the slider as a reader would: focus its handle, press the right arrow key.
-            handle = slider.locator(".noUi-handle")
-            handle.focus()
-            handle.press("ArrowRight")
-            page.wait_for_function("(el) => el.innerText.trim() !== '256'", arg=readout.element_handle(),
-                                   timeout=30_000)
-            after_value = readout.inner_text().strip()
-            assert after_value == "1024", f"after one step right the slider reads {after_value!r}"
-            # The kernel saw the new value (observe callback), redrew, and the browser shows it.
-            deadline = time.monotonic() + 60
-            while (after_image := image_bytes()) == before_image and time.monotonic() < deadline:
-                page.wait_for_timeout(250)
-            assert after_image != before_image, "the figure did not change after moving the slider"
-            kernel_value = page.evaluate(
-                """async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-                                 const f = k.requestExecute({code: 'print(d_k_slider.value)', silent: false, store_history: false});
-                                 let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
-                                 await f.done; return text.trim(); }""")
-            assert kernel_value == "1024", f"the kernel's slider value is {kernel_value!r}, expected 1024"
-            # A reader's wrong answer to exercise 1, checked in the same kernel: the check names the mistake.
-            verdict = page.evaluate(
-                """async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-                                 const code = 'from transformer_lib.exercises import ch02\\n'
-                                            + 'print(repr(ch02.ex1.check(lambda d_k, sigma: 1 / d_k ** 0.5)))';
-                                 const f = k.requestExecute({code, silent: false, store_history: false});
-                                 let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
-                                 await f.done; return text.trim(); }""")
-            assert verdict.startswith("✗") and "1/√d_k ignores σ" in verdict, f"the check answered {verdict!r}"
+            _open_chapter(page, base, token)
+            _check_folded_cells_collapsed(page)
+            _run_up_to_explorer(page)
+            _check_slider_redraws(page)
+            _check_exercise_1_names_mistake(page)
             assert not errors, f"JavaScript errors in the page: {errors}"
         except Exception as exc:   # leave a picture and the server's log for whoever reads the failure
             _fail_with_screenshot(page, log, exc, "jupyterlab_failure.png")
@@ -245,8 +164,123 @@ def test_chapter_2_explorer_is_live_in_jupyterlab(lab):
     assert _digest(copy) == original, "JupyterLab saved the notebook"
 
 
+def _open_chapter(page, base: str, token: str) -> None:
+    """Open the copy of chapter 2 and wait for its kernel to be idle."""
+    page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}", timeout=120_000)
+    page.wait_for_function(
+        """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                   return w && w.content && w.content.widgets && w.content.widgets.length > 0
+                          && w.sessionContext && w.sessionContext.session
+                          && w.sessionContext.session.kernel
+                          && w.sessionContext.session.kernel.status === 'idle'; }""",
+        timeout=120_000)
+
+
+def _check_folded_cells_collapsed(page) -> None:
+    """Folded cells (jupyter.source_hidden, scripts/reading_path.py) open collapsed here too."""
+    folded = sum(c["cell_type"] == "code" and c["metadata"].get("jupyter", {}).get("source_hidden", False)
+                 for c in json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"])
+    collapsed = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+                                  .filter(c => c.model.type === 'code' && c.inputHidden).length""")
+    assert folded > 0 and collapsed == folded, f"{collapsed} code cells collapsed in JupyterLab, {folded} folded"
+
+
+def _run_up_to_explorer(page) -> None:
+    """Mark the explorer cell (data-test="explorer"), run every cell above it and then it, with
+    no stored output left, and check that none raised."""
+    # The explorer cell, by its source; select it, run everything above it, then it.
+    index = page.evaluate(
+        """(needle) => { const nb = window.jupyterapp.shell.currentWidget.content;
+                         const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(needle));
+                         if (i >= 0) { nb.activeCellIndex = i; nb.deselectAll();
+                                       nb.widgets[i].node.setAttribute('data-test', 'explorer'); }
+                         return i; }""", EXPLORER_SOURCE)
+    assert index > 0, f"no cell of {CHAPTER.name} contains {EXPLORER_SOURCE!r}"
+    # The stored outputs go first, so every widget on the page comes from this kernel.
+    page.evaluate("""async () => { const c = window.jupyterapp.commands;
+                                   await c.execute('notebook:clear-all-cell-outputs');
+                                   await c.execute('notebook:run-all-above');
+                                   await c.execute('notebook:run-cell'); }""")
+    # Wait for the kernel to finish and for the explorer's widgets to be rendered.
+    page.wait_for_function(
+        """(i) => { const nb = window.jupyterapp.shell.currentWidget;
+                    const cell = nb.content.widgets[i];
+                    return nb.sessionContext.session.kernel.status === 'idle'
+                           && cell.model.executionCount !== null
+                           && cell.node.querySelector('.widget-slider .noUi-handle')
+                           && cell.node.querySelector('img.widget-image'); }""",
+        arg=index, timeout=240_000, polling=500)
+    failed = page.evaluate(
+        """(i) => window.jupyterapp.shell.currentWidget.content.widgets.slice(0, i + 1)
+               .filter(c => c.model.type === 'code')
+               .flatMap(c => c.model.outputs.toJSON())
+               .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)""",
+        index)
+    assert not failed, f"cells up to the explorer raised: {failed}"
+
+
+def _check_slider_redraws(page) -> None:
+    """One step right on the explorer's d_k slider: its readout, the kernel's value and the
+    figure the kernel draws all change."""
+    cell = page.locator('.jp-Cell[data-test="explorer"]')
+    cell.scroll_into_view_if_needed()
+    slider = cell.locator(".widget-slider", has=page.locator(".widget-label", has_text="d_k"))
+    readout = slider.locator(".widget-readout")
+    image = cell.locator("img.widget-image")
+
+    def image_bytes() -> str:   # the figure the kernel sent, hashed (its blob: URL changes too)
+        return page.evaluate("""async (img) => { const r = await fetch(img.src);
+                                 const b = new Uint8Array(await r.arrayBuffer());
+                                 const h = await crypto.subtle.digest('SHA-256', b);
+                                 return Array.from(new Uint8Array(h)).map(x => x.toString(16).padStart(2, '0')).join(''); }""",
+                             image.element_handle())
+
+    before_value, before_image = readout.inner_text().strip(), image_bytes()
+    assert before_value == "256", f"the d_k slider starts at {before_value!r}, expected 256"
+    # Move the slider as a reader would: focus its handle, press the right arrow key.
+    handle = slider.locator(".noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function("(el) => el.innerText.trim() !== '256'", arg=readout.element_handle(),
+                           timeout=30_000)
+    after_value = readout.inner_text().strip()
+    assert after_value == "1024", f"after one step right the slider reads {after_value!r}"
+    # The kernel saw the new value (observe callback), redrew, and the browser shows it.
+    deadline = time.monotonic() + 60
+    while (after_image := image_bytes()) == before_image and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    assert after_image != before_image, "the figure did not change after moving the slider"
+    kernel_value = page.evaluate(
+        """async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+                         const f = k.requestExecute({code: 'print(d_k_slider.value)', silent: false, store_history: false});
+                         let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
+                         await f.done; return text.trim(); }""")
+    assert kernel_value == "1024", f"the kernel's slider value is {kernel_value!r}, expected 1024"
+
+
+def _check_exercise_1_names_mistake(page) -> None:
+    """A reader's wrong answer to exercise 1, checked in the same kernel: the check names the mistake."""
+    verdict = page.evaluate(
+        """async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+                         const code = 'from transformer_lib.exercises import ch02\\n'
+                                    + 'print(repr(ch02.ex1.check(lambda d_k, sigma: 1 / d_k ** 0.5)))';
+                         const f = k.requestExecute({code, silent: false, store_history: false});
+                         let text = ''; f.onIOPub = m => { if (m.header.msg_type === 'stream') text += m.content.text; };
+                         await f.done; return text.trim(); }""")
+    assert verdict.startswith("✗") and "1/√d_k ignores σ" in verdict, f"the check answered {verdict!r}"
+
+
 # ---- the runner edition a reader opens with `make lab` ----------------------------------------
 EDITION_OF = ROOT / "chapters" / "01_qkv_attention.ipynb"
+
+
+def _glued_keys(markdown: str) -> list[str]:
+    """The keys of the {glue:text} roles of `markdown`, as MyST reads them (booktools.myst): in its
+    paragraphs, then in its directives' bodies, nested ones included (the edition converts those too)."""
+    from booktools import myst
+
+    return ([role.content for role in myst.roles(markdown, "glue:text")]
+            + [key for d in myst.directives(markdown) for key in _glued_keys(d.body)])
 
 
 @pytest.fixture
@@ -264,16 +298,15 @@ def test_edition_shows_glued_numbers_and_folds_solutions(lab_editions):
     The markdown goes through jupyterlab-myst, as in `make lab`."""
     from playwright.sync_api import sync_playwright
 
-    from booktools import editions as make_notebooks
+    from booktools.glue import Glue
     import nbformat
 
     base, token, notebooks, log = lab_editions
     source = nbformat.read(EDITION_OF, as_version=4)
-    glue = make_notebooks.Glue(source, EDITION_OF)
+    glue = Glue(source, EDITION_OF)
     # the first cell whose prose quotes a glued value: that value, as the page shows it
-    index, key = next((i, m["body"]) for i, c in enumerate(source.cells) if c.cell_type == "markdown"
-                      for m in make_notebooks.ROLE.finditer(c.source) if m["name"] == "glue:text"
-                      and c.metadata.get("jupyter", {}).get("source_hidden") is None)
+    index, key = next((i, k) for i, c in enumerate(source.cells) if c.cell_type == "markdown"
+                      for k in _glued_keys(c.source) if c.metadata.get("jupyter", {}).get("source_hidden") is None)
     value = glue.text(key)
     solution = next(i for i, c in enumerate(source.cells) if c.cell_type == "markdown"
                     and c.source.lstrip(":").startswith("{dropdown} Solution"))
