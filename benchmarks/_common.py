@@ -46,7 +46,7 @@ def write_result(name: str, result: dict, precision: str | None = None) -> Path:
 def spread_batches(cfg, n_batches: int) -> tuple:
     """The Multi30k data of `cfg` (`TRANSFORMER_DATA_DIR` or ../shared/data) and `n_batches` training
     batches of its epoch 0 as `run_training` makes them, spread evenly over the epoch (every k-th)."""
-    from transformer_lib import multi30k_data
+    from transformer_lib.training import multi30k_data
     data = multi30k_data(cfg, os.environ.get("TRANSFORMER_DATA_DIR", str(ROOT.parent / "shared" / "data")))
-    epoch = list(data.train_batches(0))
+    epoch = list(data.train_batches(0, 0, 1))                  # epoch 0, as one process of one
     return data, epoch[::max(1, len(epoch) // n_batches)][:n_batches]

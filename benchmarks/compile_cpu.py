@@ -10,8 +10,6 @@ compiled, and prints the median ratio. Writes benchmarks/results/compile_cpu.jso
 Multi30k-shaped random batches: token ids uniform in an 8,000 vocabulary, lengths 8-14.
 """
 import argparse
-import json
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -74,7 +72,8 @@ def main() -> None:
     for src, tgt in data:                           # warm every shape once
         step(compiled, opt_c, src, tgt)
 
-    t_eager, t_comp = [], []
+    t_eager: list[float] = []                       # seconds per step, one per repeat
+    t_comp: list[float] = []
     for _ in range(args.repeats):                   # alternate: eager pass, compiled pass
         for model, opt, times in ((eager, opt_e, t_eager), (compiled, opt_c, t_comp)):
             t = time.perf_counter()
@@ -85,7 +84,7 @@ def main() -> None:
     result = {"eager_step_s": e, "compiled_step_s": c, "speedup": e / c,
               "compile_and_first_steps_s": compile_s, "steps": args.steps, "repeats": args.repeats,
               "threads": 1,
-              "max_tokens": cfg.max_tokens, "d_model": cfg.d_model, "vocab": vocab}
+              "max_tokens": cfg.max_tokens, "d_model": cfg.model.d_model, "vocab": vocab}
     print(f"eager {e * 1e3:.0f} ms/step, compiled {c * 1e3:.0f} ms/step: speed-up x{e / c:.2f}; "
           f"compilation + first 3 steps {compile_s:.0f} s")
     write_result("compile_cpu", result, precision="float32")

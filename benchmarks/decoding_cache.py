@@ -21,9 +21,9 @@ Writes benchmarks/results/decoding_cache.json. The uncached 256-token run is the
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
+from typing import TypedDict
 
 import torch
 
@@ -31,8 +31,21 @@ from transformer_lib import Transformer, TransformerConfig, greedy_decode
 
 from _common import machine, write_result
 
-SIZES = dict(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256, n_heads=8, n_encoder_layers=3,
-             n_decoder_layers=3, d_ff=1024, max_len=300)
+
+class Sizes(TypedDict):
+    """The model's sizes: TransformerConfig's keyword arguments, and the result file's "sizes"."""
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int
+    n_heads: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+    d_ff: int
+    max_len: int
+
+
+SIZES = Sizes(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256, n_heads=8, n_encoder_layers=3,
+              n_decoder_layers=3, d_ff=1024, max_len=300)
 BATCH, SRC_LEN, BOS = 8, 32, 1
 SHORT, LONG = 64, 256
 
@@ -54,7 +67,7 @@ def main(pairs: int = 3, uncached_pairs: int = 1) -> dict:
 
     out_cached = run(LONG, True)                      # warm-up, and the equality check
     assert out_cached.shape == (BATCH, LONG + 1)
-    runs = {(n, c): [] for n in (SHORT, LONG) for c in (True, False)}
+    runs: dict[tuple[int, bool], list[float]] = {(n, c): [] for n in (SHORT, LONG) for c in (True, False)}
     for i in range(max(pairs, uncached_pairs)):
         order = [(SHORT, True), (LONG, True)]
         if i < uncached_pairs:

@@ -24,13 +24,13 @@ import sys
 
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from _common import machine, write_result
 from booktools.opcount import OpCounter
-from transformer_lib import Transformer, TransformerConfig, chunked_cross_entropy, make_optimizer
-from transformer_lib.training import TrainConfig, TrainingRun, teacher_forced_loss, toy_translation_data
+from transformer_lib import Transformer, TransformerConfig
+from transformer_lib.training import (TrainConfig, TrainingRun, chunked_cross_entropy, make_optimizer,
+                                      teacher_forced_loss, toy_translation_data)
 
 
 def loss_calls(rows: int, chunked: bool, vocab: int = 8000) -> int:
@@ -80,8 +80,12 @@ def _gpu_path_step(src: torch.Tensor, tgt: torch.Tensor) -> OpCounter:
     """The GPU path's step, as the loop takes it: a run whose epoch is this one batch (bf16, no bucketing)."""
     cfg = TrainConfig.from_preset("base", device="cpu", step_path="gpu", precision="bf16", bucket_shapes=False,
                                   model=dict(dropout=0.1))
+
+    def one_batch(epoch: int, rank: int = 0, world: int = 1) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(src, tgt)]
+
     data = dataclasses.replace(toy_translation_data(n_train=8), vocab_size=8000, val_pairs=(), test_pairs=(),
-                               train_batches=lambda epoch, rank=0, world=1: [(src, tgt)])
+                               train_batches=one_batch)
     run = TrainingRun(cfg, data)
     with OpCounter() as c:
         run.step()

@@ -14,7 +14,7 @@ import torch
 
 from _common import bf16_result_name, machine, write_result
 from booktools.machine import best_gflops
-from transformer_lib import native_bf16
+from transformer_lib.training import native_bf16
 
 
 def main() -> None:

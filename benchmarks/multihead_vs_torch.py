@@ -13,7 +13,6 @@ Writes benchmarks/results/multihead_vs_torch.json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
@@ -54,7 +53,9 @@ def main(pairs: int = 15) -> dict:
     for step in (step_ours, step_torch, step_torch_weights):  # warm-up
         step()
         step()
-    t_ours, t_torch, t_torch_w = [], [], []
+    t_ours: list[float] = []                      # seconds per forward+backward, one per pair
+    t_torch: list[float] = []
+    t_torch_w: list[float] = []
     for i in range(pairs):
         order = [(step_ours, t_ours), (step_torch, t_torch), (step_torch_weights, t_torch_w)]
         if i % 2:

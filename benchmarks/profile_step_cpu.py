@@ -35,8 +35,9 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from _common import bf16_result_name, machine, spread_batches, write_result
-from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, teacher_forced_loss,
-                             make_optimizer, make_scheduler, resolve_bf16, use_fast_dropout)
+from transformer_lib import Transformer, use_fast_dropout
+from transformer_lib.training import (TrainConfig, keep_freed_memory, make_optimizer, make_scheduler,
+                                      resolve_bf16, teacher_forced_loss)
 
 GROUPS = {
     "matrix products": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"),

@@ -51,8 +51,9 @@ def child(preset: str, n_batches: int, variant: str) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from transformer_lib import (TrainConfig, Transformer, keep_freed_memory, make_optimizer, make_scheduler,
-                                 resolve_bf16, teacher_forced_loss, use_fast_dropout)
+    from transformer_lib import Transformer, use_fast_dropout
+    from transformer_lib.training import (TrainConfig, keep_freed_memory, make_optimizer, make_scheduler,
+                                          resolve_bf16, teacher_forced_loss)
 
     cfg = TrainConfig.from_preset(preset)
     torch.set_num_threads(cfg.num_threads or torch.get_num_threads())

@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from _common import bf16_result_name, machine, write_result
-from transformer_lib import Transformer, TransformerConfig, make_optimizer, native_bf16
+from transformer_lib import Transformer, TransformerConfig
+from transformer_lib.training import make_optimizer, native_bf16
 
 V, B, L = 8000, 32, 40
 
@@ -73,23 +74,24 @@ def main() -> None:
         compile_s[name] = time.perf_counter() - t0
         print(f"{name}: first two steps {compile_s[name]:.1f} s", flush=True)
     names = list(steps)
-    times = {n: [] for n in names}
+    times: dict[str, list[float]] = {n: [] for n in names}     # seconds per step
     for r in range(args.pairs):
         order = names[r % len(names):] + names[:r % len(names)]         # rotate who goes first
         for n in order:
             times[n].append(steps[n](src, tgt))
     ratios = {n: statistics.median(a / b for a, b in zip(times["fp32"], times[n])) for n in names}
+    median_ms = {n: round(statistics.median(times[n]) * 1e3, 1) for n in names}
+    bf16 = native_bf16("cpu")
     result = {
         "config": {"d_model": 256, "n_heads": 4, "layers": "3+3", "d_ff": 1024, "vocab": V, "batch": B,
                    "length": L, "threads": 1, "rounds": args.pairs, "dropout": 0.1},
-        "machine": machine(), "native_bf16": native_bf16("cpu"),
-        "median_ms": {n: round(statistics.median(times[n]) * 1e3, 1) for n in names},
+        "machine": machine(), "native_bf16": bf16, "median_ms": median_ms,
         "speed_vs_fp32_eager": {n: round(ratios[n], 3) for n in names},
         "first_two_steps_s": {n: round(compile_s[n], 1) for n in names},
     }
     for n in names:
-        print(f"{n:>14}: {result['median_ms'][n]:7.1f} ms/step, x{ratios[n]:.2f} vs fp32 eager")
-    write_result(bf16_result_name("training_step_cpu", result["native_bf16"]), {"threads": 1, **result},
+        print(f"{n:>14}: {median_ms[n]:7.1f} ms/step, x{ratios[n]:.2f} vs fp32 eager")
+    write_result(bf16_result_name("training_step_cpu", bf16), {"threads": 1, **result},
                  precision="float32 and bf16 autocast (one row each)")
 
 
