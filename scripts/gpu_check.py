@@ -46,10 +46,12 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import cast
 
 ROOT = Path(__file__).resolve().parents[1]
 
 import torch
+from torch import nn
 
 from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, multi30k_data, plan_step,
                                       read_metrics, run_training, teacher_forced_loss, toy_translation_data)
@@ -71,6 +73,7 @@ RECIPES = {
     "gpu-run-2026-12-04": dict(norm_first=False, max_tokens=12000, warmup_steps=1000, lr_scale=0.7, dropout=0.3),
 }
 BASELINE = "base-60s"
+Outcome = dict[str, object] | str           # a training run's figures, or how it failed
 
 
 class Record(dict):
@@ -318,7 +321,8 @@ def phase_speed(args, rec: Record) -> None:
     if not args.smoke and time.perf_counter() < deadline - 30:      # CUDA graphs: a compile mode of its own
         try:
             run = _base_run(args, bucket_shapes=True)
-            run.step_model = torch.compile(run.model, mode="reduce-overhead", dynamic=False)
+            # torch.compile of a module is a module (OptimizedModule); its stubs say only "a callable"
+            run.step_model = cast(nn.Module, torch.compile(run.model, mode="reduce-overhead", dynamic=False))
             rec.save(**{"compile-cudagraphs": _passes(run, dev, deadline)})
         except Exception as e:  # noqa: BLE001
             rec.save(**{"compile-cudagraphs": f"failed: {type(e).__name__}: {str(e)[:300]}"})
@@ -330,14 +334,15 @@ def phase_recipes(args, rec: Record) -> None:
     each = 4.0 if args.smoke else 45.0
     if args.smoke:        # --smoke checks that a comparison runs, on the first candidate only
         names = names[:1]
-    room, runs = args.budget - 5, {}
+    room = args.budget - 5
+    runs: dict[str, dict[str, Outcome] | str] = {}          # candidate -> {recipe: outcome}, or why not run
     pick = ("steps", "epochs", "val_bleu", "val_loss", "selected", "tokens_per_s", "train_time_s")
     for n in names:
         if room < 2 * each + (10 if args.smoke else 40):
             runs[n] = "skipped: out of time"
             continue
         t0 = time.perf_counter()
-        pair = {}
+        pair: dict[str, Outcome] = {}
         for who in (BASELINE, n):
             try:
                 s = _train(args, who, each, (), Path(args.work) / f"recipe-{n}-{who}")

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import torch
 
-from transformer_lib.training import (TrainConfig, multi30k_data, read_metrics,
+from transformer_lib.training import (TrainConfig, TrainingData, multi30k_data, read_metrics,
                                       run_training, toy_translation_data)
 
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s, from NVIDIA's datasheets (SXM parts).
@@ -60,7 +60,7 @@ def peak_flops(device_name: str) -> tuple[float | None, str]:
     return None, f"no peak known for {device_name!r}: MFU not reported"
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="folder for the small result files")
     p.add_argument("--run-dir", default=str(ROOT / "runs" / "gpu"), help="run folder (checkpoints)")
@@ -97,10 +97,10 @@ def config(args: argparse.Namespace, steps_per_epoch: int | None = None) -> Trai
         "snapshot_every": max(1, per_epoch), "average_last": 5, "checkpoint_every": None, **overrides})
 
 
-def preflight(args: argparse.Namespace) -> dict:
+def preflight(args: argparse.Namespace) -> dict[str, object]:
     """Fail in seconds, before any training: packages, data, CUDA. Returns what it found."""
     import importlib.util
-    found: dict = {"python": sys.version.split()[0], "torch": torch.__version__}
+    found: dict[str, object] = {"python": sys.version.split()[0], "torch": torch.__version__}
     missing = [m for m in NEEDS if importlib.util.find_spec(m) is None]
     if missing:
         raise SystemExit(f"preflight: missing Python packages {missing} (pip install {' '.join(missing)})")
@@ -119,7 +119,7 @@ def preflight(args: argparse.Namespace) -> dict:
     return found
 
 
-def dry_run(cfg: TrainConfig, data, steps: int = 20) -> float:
+def dry_run(cfg: TrainConfig, data: TrainingData, steps: int = 20) -> float:
     """Train `steps` steps of the real configuration (nothing saved); seconds per step."""
     probe = cfg.updated({"steps": steps, "max_epochs": None, "time_budget_s": None, "log_every": steps,
                          "eval_every": 10**7, "average_last": 1})
@@ -127,7 +127,7 @@ def dry_run(cfg: TrainConfig, data, steps: int = 20) -> float:
     return s["train_time_s"] / s["steps"]
 
 
-def compile_probe(cfg: TrainConfig, data, eager_s: float, budget: float) -> dict:
+def compile_probe(cfg: TrainConfig, data: TrainingData, eager_s: float, budget: float) -> dict[str, float | bool]:
     """Does `torch.compile` pay on this machine? 20 compiled steps against the eager dry run."""
     t0 = time.perf_counter()
     compiled_s = dry_run(cfg.updated({"compile": True}), data)
@@ -163,14 +163,14 @@ def plot_curves(records: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
     out, run_dir = Path(args.out), Path(args.run_dir)
     out.mkdir(parents=True, exist_ok=True)
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    report = {"preflight": preflight(args)}
+    report: dict[str, object] = {"preflight": preflight(args)}      # preflight.json
     cfg = config(args)
     device = "cuda" if torch.cuda.is_available() and cfg.device != "cpu" else "cpu"
     print(f"device: {torch.cuda.get_device_name(0) if device == 'cuda' else 'cpu'}; torch {torch.__version__}")
@@ -184,15 +184,16 @@ def main(argv=None) -> int:
                              max_test_sentences=100 if args.smoke else None)
     steps_per_epoch = len(data.train_batches(0, 0, 1))
     cfg = config(args, steps_per_epoch)
-    report["dry_run_s_per_step"] = dry_run(cfg, data)
+    report["dry_run_s_per_step"] = s_per_step = dry_run(cfg, data)
     report["steps_per_epoch"] = steps_per_epoch
-    est = report["dry_run_s_per_step"] * steps_per_epoch * cfg.max_epochs
-    print(f"preflight ok: {report['preflight']}; dry run {report['dry_run_s_per_step'] * 1e3:.0f} ms/step, "
+    assert cfg.max_epochs is not None                    # config() always sets it: training stops by epochs
+    est = s_per_step * steps_per_epoch * cfg.max_epochs
+    print(f"preflight ok: {report['preflight']}; dry run {s_per_step * 1e3:.0f} ms/step, "
           f"{steps_per_epoch} steps/epoch, {cfg.max_epochs} epochs ~ {est:.0f} s of training", flush=True)
     if device == "cuda" and not args.no_compile_probe:
-        report["compile_probe"] = compile_probe(cfg, data, report["dry_run_s_per_step"], args.budget)
-        cfg = cfg.updated({"compile": report["compile_probe"]["use"]})
-        print(f"compile probe: {report['compile_probe']}", flush=True)
+        report["compile_probe"] = probe = compile_probe(cfg, data, s_per_step, args.budget)
+        cfg = cfg.updated({"compile": probe["use"]})
+        print(f"compile probe: {probe}", flush=True)
     (out / "preflight.json").write_text(json.dumps(report, indent=2) + "\n")
     name = torch.cuda.get_device_name(0) if device == "cuda" else ""
     peak, peak_note = peak_flops(name) if device == "cuda" else (None, "CPU: MFU not reported")

@@ -32,9 +32,12 @@ _MARK = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<meta>.*)$")
 
 
 def py_to_cells(text: str) -> list[nbformat.NotebookNode]:
-    cells, kind, meta, buf = [], None, {}, []
+    cells: list[nbformat.NotebookNode] = []
+    kind: str | None = None                  # "markdown" or "code": the cell being read
+    meta: dict[str, object] = {}             # its metadata, from the marker line (JSON values)
+    buf: list[str] = []                      # its lines
 
-    def flush():
+    def flush() -> None:
         if kind is None:
             return
         lines = buf
@@ -83,7 +86,8 @@ def nb_to_py(nb: nbformat.NotebookNode) -> str:
 
 def to_nb(src: Path, dst: Path) -> None:
     cells = py_to_cells(src.read_text(encoding="utf-8"))
-    old, old_meta, old_book = {}, {}, {}
+    old: dict[tuple[str, str], nbformat.NotebookNode] = {}     # (cell type, source) -> the cell before
+    old_meta, old_book = {}, {}
     if dst.exists():
         old_nb = nbformat.read(dst, as_version=4)
         old_meta = old_nb.metadata.get("widgets")  # saved widget state: the HTML book renders it

@@ -208,12 +208,13 @@ def packed(target: Path) -> int:
     the tagged structure the bookmarks come from as 250,000 plain objects, two thirds of the file.
     Its fonts' text maps name Chinese characters, not radicals (`searchable`). The number of pages."""
     with pikepdf.open(target, allow_overwriting_input=True) as pdf:
+        none = pikepdf.Dictionary()
         fonts = {font.objgen: font for page in pdf.pages
-                 for font in page.obj.get("/Resources", {}).get("/Font", {}).values()}
+                 for font in page.obj.get("/Resources", none).get("/Font", none).values()}
         for font in fonts.values():
             cmap = font.get("/ToUnicode")
             fixed = searchable(cmap.read_bytes()) if cmap is not None else None
-            if fixed is not None:
+            if cmap is not None and fixed is not None:
                 cmap.write(fixed)
         pdf.save(target, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True)
         return len(pdf.pages)
