@@ -162,6 +162,8 @@ def test_a_gloss_after_a_plain_word_and_the_glosses_that_are_no_gloss():
     msgid = "The beam size trades time for quality."
     assert any("English gloss '（beam size）'" in p for p in _problems(msgid, "束宽（beam size）以时间换质量。"))
     assert _problems(msgid, "束宽以时间换质量。") == []
+    softmax = "A {term}`softmax <Softmax>` over the wrong axis."
+    assert any("repeats" in p for p in _problems(softmax, "在错误的轴上做 {term}`softmax <Softmax>`（softmax）。"))
     title = "8. Dropout"                                  # the name readers use, after the long form
     assert _problems(title, "8\\. 暂退法（Dropout）", "chapters/08_dropout") == []
     quoted = "The paper's vocabulary has about 37000 tokens."

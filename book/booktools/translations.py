@@ -244,6 +244,7 @@ class Page:
     name: str
     seen: set[Term] = field(default_factory=set)
     glossed: set[str] = field(default_factory=set)
+    glossed_words: set[tuple[str, str]] = field(default_factory=set)   # (idea, its English word) glossed
 
 
 def page_of(path: Path) -> str:
@@ -316,15 +317,28 @@ def _gloss_problems(msgid: str, found: list[myst.Piece], book: Book, page: Page)
     for gloss in terms.glosses(text):
         idea = _glossed_idea(gloss, marks, book)
         en = gloss.english.lower()
+        if _shown_before(gloss, text, marks).lower().endswith(en):
+            problems.append(f"English gloss '（{gloss.english}）' repeats the word before it")
+            continue
         if idea is None or en == idea.chinese.lower() or f"({en})" in msgid.lower() or page.name == terms.GLOSSARY_PAGE:
             continue
         if idea.introduced != page.name:
             where = f"on {idea.introduced}, which introduces it" if idea.introduced else "nowhere but in the glossary"
             problems.append(f"English gloss '（{gloss.english}）' of {idea.chinese!r}: write it {where}")
-        elif idea.name in page.glossed:
+        word = next((w for w in idea.english if en in terms.plurals(w)), en)   # Post-LN and Pre-LN: two
+        if (idea.name, word) in page.glossed_words:
             problems.append(f"English gloss '（{gloss.english}）' of {idea.chinese!r} again: once on the page is enough")
         page.glossed.add(idea.name)
+        page.glossed_words.add((idea.name, word))
     return problems
+
+
+def _shown_before(gloss: terms.Gloss, text: str, marks: dict[int, myst.Piece]) -> str:
+    """What the reader sees right before a gloss: a role's text, or the prose."""
+    role = marks.get(gloss.start - 1)
+    if role is not None and role.kind == "role" and role.name == "term":
+        return myst.titled(role.content)[0]
+    return text[:gloss.start]
 
 
 def _glossed_idea(gloss: terms.Gloss, marks: dict[int, myst.Piece], book: Book) -> Optional[terms.Idea]:
