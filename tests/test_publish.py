@@ -215,17 +215,10 @@ def test_install_cell_installs_the_package_in_a_fresh_venv(tmp_path):
 # --- the glossary ------------------------------------------------------------------------------
 
 def _glossary() -> list[tuple[list[str], str]]:
-    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
-    body = re.search(r"```\{glossary\}\n(.*?)\n```", text, re.S).group(1)
-    entries = []
-    for block in re.split(r"\n\s*\n", body):
-        lines = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith(":")]
-        if not lines:
-            continue
-        terms = [ln for ln in lines if not ln.startswith(" ")]
-        definition = " ".join(ln.strip() for ln in lines if ln.startswith(" "))
-        entries.append((terms, definition))
-    return entries
+    """(the entry's names: English, Chinese and aliases, its text) for every glossary entry, as the one
+    glossary reader (booktools.glossary) reads them."""
+    from booktools.glossary import glossary_terms
+    return [([*t.english, t.chinese, *t.aliases], t.definition) for t in glossary_terms()]
 
 
 def test_glossary_gives_every_term_its_chinese_name():
