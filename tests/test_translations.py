@@ -170,6 +170,16 @@ def test_a_gloss_after_a_plain_word_and_the_glosses_that_are_no_gloss():
     assert _problems(quoted, "论文的词表约有 37000 个词元（原文 \"about 37000 tokens\"）。") == []
 
 
+def test_a_pair_of_names_is_glossed_once_each():
+    """Post-LN and Pre-LN are one entry with two names: each is glossed once on chapter 6."""
+    page = ct.Page("chapters/06_encoder")
+    after = "The paper normalises after the residual addition (*post-LN*):"
+    before = "Most models normalise before the sub-layer (*pre-LN*):"
+    assert _problems(after, "论文在残差相加之后归一化，即*后置层归一化*（Post-LN）：", page) == []
+    assert _problems(before, "大多数模型在子层之前归一化，即*前置层归一化*（Pre-LN）：", page) == []
+    assert any("again" in p for p in _problems(after, "论文在残差相加之后归一化，即*后置层归一化*（Post-LN）：", page))
+
+
 def test_a_pair_of_terms_may_be_shown_by_either_name():
     msgid = "A {term}`post-LN <Post-LN>` stack."
     assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`堆叠。") == []
@@ -225,11 +235,15 @@ def test_the_term_map_leaves_a_variant_where_it_is_something_else(english, chine
     assert not [p for p in _problems(english, chinese, "chapters/08_dropout") if p.startswith("term map:")]
 
 
-def test_the_glossary_may_explain_a_name_by_its_long_form():
-    msgid = "† *Usually written in English:* softmax (in full 归一化指数函数)."
-    chinese = "† *中文通常直接写作* softmax（全称归一化指数函数）。"
+def test_the_glossary_may_explain_a_name_by_its_long_form_or_its_english():
+    msgid = "† *Usually written in English:* softmax (Chinese name 归一化指数函数)."
+    chinese = "† *中文通常直接写英文：* softmax（中文译名：归一化指数函数）。"
     assert _problems(msgid, chinese, "book/glossary") == []
     assert any(p.startswith("term map:") for p in _problems(msgid, chinese, "chapters/01_qkv_attention"))
+    msgid = "† *Usually written in English:* LayerNorm. Normalises each token's vector."
+    chinese = "† *中文通常直接写英文：* LayerNorm。对每个词元的向量做归一化。"
+    assert _problems(msgid, chinese, "book/glossary") == []
+    assert any(p.startswith("term map:") for p in _problems(msgid, chinese, "chapters/06_encoder"))
 
 
 def test_the_term_map_covers_the_glossary_and_the_chosen_words():

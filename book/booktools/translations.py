@@ -5,12 +5,19 @@
     .venv/bin/python scripts/check_translations.py --terms         # the glossary's table
     .venv/bin/python scripts/check_translations.py --update-glued  # refresh glued_values.po (make translations)
 
-For every message (locales/zh_CN/TRANSLATING.md says why each rule is there):
+For every message (locales/zh_CN/TRANSLATING.md says why each rule is there), read as MyST reads it
+(booktools.myst: what a role, a formula, a code span or a link is):
 - translated, and not marked fuzzy;
 - the same glued values, maths, inline code, citations, link and reference targets, and the same
-  numbers written in digits, in the translation as in the English;
-- every ``{term}`` role keeps its target and shows the glossary's Chinese name; the first use of a term
-  on a page is followed by the English term in parentheses;
+  numbers written in digits, in the translation as in the English; a number with million or billion
+  may be written in 万 or 亿, converted right (4.5 million: 450 万), never with 百万 or an English million;
+- every ``{term}`` role keeps its target and shows the glossary's Chinese name;
+- each idea in the term map's one word (locales/zh_CN/terms.yaml, booktools.terms): a rejected variant
+  fails, naming the page and the message, unless its context makes it something else;
+- the English gloss "（key）" after a term only on the page that introduces the term (required at its
+  first {term} there, once) and in the glossary;
+- "X 倍" not after a comparative (快了 1.8 倍 reads as 2.8 times); a page title ({doc} without a title)
+  not glued to Chinese; the "Running this chapter" note worded as the term map's `note`;
 - a quotation from a paper keeps its English original before the Chinese;
 - no Markdown block syntax at the start, no line break the English lacks.
 
@@ -18,7 +25,7 @@ Glued values that are words, not only numbers ("lower", "about 3 min on a 2-core
 chapters' outputs, but the Chinese page should not show English inside a Chinese sentence: they have
 their own catalogue, locales/zh_CN/glued_values.po (one message per distinct text, its pages and keys in
 a comment), which book/booktools/ext/translated_glue.py applies to the Chinese build. It is checked as the
-others are: complete, not fuzzy, its numbers kept.
+others are: complete, not fuzzy, its numbers kept (or in 万/亿), its words the term map's.
 
 Prints the problems and, per catalogue, messages translated / total; exits 1 when there is a problem.
 """
