@@ -95,3 +95,14 @@ def test_every_chapter_reads_without_surprise():
                 for d in [None, *myst.directives(cell.source)]:
                     source = cell.source if d is None else d.body
                     assert all(source[s:e] == p.source for s, e, p in myst.located(source) if p.kind == "role")
+
+
+def test_no_tool_finds_another_through_sys_path():
+    """The book's tools are a package (booktools), the library is installed: nothing in the
+    repository edits the import path to find one or the other."""
+    import subprocess
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    mark = "sys.path" + ".insert("
+    found = [f for f in tracked if f.endswith((".py", ".ipynb", ".md", ".sh", ".yml", ".cfg", ".toml"))
+             and mark in (ROOT / f).read_text(encoding="utf-8", errors="replace")]
+    assert not found, f"sys.path edited in: {found}"

@@ -8,9 +8,10 @@ Both editions are built by Jupyter Book from the same chapters and `_config.yml`
 adds Sphinx's `language` (so its messages come from locales/zh_CN/LC_MESSAGES, see
 locales/zh_CN/TRANSLATING.md), the Chinese title and, for its search, the glossary's Chinese terms as
 a dictionary for jieba (which cuts Chinese text into the words Sphinx indexes: without it "束搜索"
-would be cut into characters), through a configuration written to _build/zh_CN/_config.yml; Jupyter Book resolves a configuration's local extension folders against
-the configuration's own folder, so they are written there as absolute paths. The Chinese build
-lives in _build/zh_CN and is copied to _build/html/zh, the folder `language_editions` names.
+would be cut into characters), through a configuration written to _build/zh_CN/_config.yml (the
+build's extensions are the installed package booktools.ext, so they need no path there). The
+Chinese build lives in _build/zh_CN and is copied to _build/html/zh, the folder
+`language_editions` names.
 Exits non-zero when a build fails or prints a warning.
 """
 from __future__ import annotations
@@ -42,8 +43,6 @@ def config_for(language: str, out: Path) -> dict:
     """`_config.yml` with `language` set, for the edition in that language (files it needs into `out`)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     sphinx = config.setdefault("sphinx", {})
-    sphinx["local_extensions"] = {name: str((ROOT / folder).resolve())
-                                  for name, folder in sphinx.get("local_extensions", {}).items()}
     sphinx.setdefault("config", {})["language"] = language
     if language.startswith("zh"):
         sphinx["config"]["html_search_options"] = {"dict": str(search_dictionary(out))}
