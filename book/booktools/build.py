@@ -31,9 +31,12 @@ TITLES = {"zh_CN": "动手搭建 Transformer"}
 
 
 def search_dictionary(out: Path) -> Path:
-    """The glossary's Chinese terms, one per line, as a jieba user dictionary (word, frequency)."""
-    from booktools.glossary import chinese_names, glossary_terms
-    words = sorted({name for term in glossary_terms() for name in chinese_names(term) if "/" not in name})
+    """The glossary's Chinese terms and their aliases, one per line, as a jieba user dictionary (word,
+    frequency)."""
+    from booktools.glossary import CJK, chinese_names, glossary_terms
+    names = {name for term in glossary_terms() for name in chinese_names(term) | set(term.aliases)}
+    # jieba's dictionary is one word a line, its frequency after a space: "KV 缓存" is written "KV缓存"
+    words = sorted({name.replace(" ", "") for name in names if "/" not in name and CJK.search(name)})
     path = out / "search_words.txt"
     path.write_text("".join(f"{w} 1000\n" for w in words), encoding="utf-8")
     return path
