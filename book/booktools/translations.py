@@ -66,6 +66,25 @@ class Problem:
         return f"{self.catalogue}: {self.what}\n    msgid: {head!r}"
 
 
+def _block_quotes(text: str) -> list[list[str]]:
+    """The paragraphs of each block quote of `text` (in list items and directives too), each as
+    Sphinx writes it into a catalogue: its lines joined by spaces."""
+    quotes: list[list[str]] = []
+    depth = 0
+    for tok in myst.blocks(text):
+        if tok.type == "blockquote_open":
+            depth += 1
+            if depth == 1:
+                quotes.append([])
+        elif tok.type == "blockquote_close":
+            depth -= 1
+        elif tok.type == "inline" and depth:
+            quotes[-1].append(" ".join(ln.strip() for ln in tok.content.splitlines()).strip())
+        elif (d := myst.directive_of(tok)) is not None:
+            quotes += _block_quotes(d.body)
+    return quotes
+
+
 def paper_quotes(root: Path = ROOT) -> set[str]:
     """The messages that quote a paper: paragraphs of a block quote that carries an attribution
     (a dash followed by a citation or a section sign), as Sphinx writes them into the catalogue."""
@@ -75,14 +94,9 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
         texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
     quotes = set()
     for text in texts:
-        for block in re.finditer(r"(?:^[ \t]*>.*(?:\n|$))+", text, re.M):   # in a list item too
-            lines = [re.sub(r"^\s*>\s?", "", ln) for ln in block.group(0).splitlines()]
-            if not re.search(r"—\s*(\{cite|§)", " ".join(lines)):
-                continue
-            for para in re.split(r"\n\s*\n", "\n".join(lines)):
-                para = " ".join(ln.strip() for ln in para.splitlines()).strip()
-                if para and not para.startswith("—"):
-                    quotes.add(para)
+        for paragraphs in _block_quotes(text):
+            if re.search(r"—\s*(\{cite|§)", " ".join(paragraphs)):
+                quotes |= {para for para in paragraphs if para and not para.startswith("—")}
     return quotes
 
 
