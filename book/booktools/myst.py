@@ -8,7 +8,10 @@ renderer calls one: no second grammar of regular expressions.
 
     blocks("...")            # the block tokens (fences, paragraphs, targets) with their line spans
     inline("...")            # the inline pieces of a paragraph: text, roles, maths, code, links
+    roles("...", "term")     # the roles (of one name)
     directives("...")        # every directive ({name} fences, ``` or :::) with argument, options, body
+    located("...")           # roles, code spans and formulas with where each is written
+    substitute_roles("...", f)   # each role replaced by f(role), code and maths left as written
 
 The extensions are the book's (`_config.yml`, ``myst_enable_extensions``).
 """
@@ -89,12 +92,6 @@ def inline(text: str) -> list[Piece]:
 def roles(text: str, name: Optional[str] = None) -> list[Piece]:
     """The roles of `text` (only those called `name`, when given)."""
     return [p for p in inline(text) if p.kind == "role" and (name is None or p.name == name)]
-
-
-def plain_text(text: str) -> str:
-    """`text` as words only: its text pieces joined by spaces (roles, maths, code, links' targets
-    and markup dropped; a link's words kept)."""
-    return " ".join(p.content for p in inline(text) if p.kind == "text")
 
 
 # ---- blocks: directives and targets -------------------------------------------------------
