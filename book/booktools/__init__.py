@@ -7,7 +7,8 @@ installed with the project (`make venv`: ``pip install -e book``) and never publ
   roles, directives, maths and code spans, as the book's renderer sees them.
 - `glossary`: the glossary's terms; `glue`: the values the chapters glue into their prose.
 - `editions`: the runner editions (plain notebooks for Colab, Binder, JupyterLab).
-- `translations`: the Chinese edition's checks and its catalogue of glued words.
+- `translations`, `terms`: the Chinese edition's checks, its term map (one word for one idea) and its
+  catalogue of glued words.
 - `install_cell`, `execute`, `reading_path`, `nbpercent`: the chapters' hidden cells, their
   execution and dependencies, their folding, and their editing as percent scripts.
 - `build`, `pdf`: the HTML book in both languages and its printed edition.
