@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 # ---- the visual language -----------------------------------------------------------------
 # One colour per component (Okabe-Ito-like, distinguishable with the common colour-vision
@@ -625,7 +625,6 @@ def mask_grids(query_tokens: Sequence[str], key_tokens: Sequence[str],
 # ---- chapter 6: post-LN and pre-LN; what LayerNorm and BatchNorm average over --------------
 def _layer_column(D: Diagram, x: float, y: float, pre: bool, w: float = 200) -> float:
     """One encoder layer drawn top to bottom; returns the bottom y."""
-    ink2 = "#444444"
     D.text(x + w / 2, y, "x " + _shape("B", "L", "d"), size=12)
     yy = y + 8
     items: list[tuple[str, Optional[str], Optional[str]]] = []
