@@ -95,10 +95,11 @@ def test_mypy_reads_the_installed_package(wheel, tmp_path):
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True, timeout=300)
     user = tmp_path / "user.py"
-    user.write_text("from transformer_lib import TransformerConfig\n"
+    user.write_text("from transformer_lib import TrainConfig, TransformerConfig\n"
                     "config = TransformerConfig(100, 100)\n"
                     "reveal_type(config.d_model)\n"
-                    "config.d_model = 'wide'\n")
+                    "config.d_model = 'wide'\n"
+                    "reveal_type(TrainConfig().warmup_steps)\n")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--python-executable", str(py), "--no-error-summary",
                            "--ignore-missing-imports", "--follow-imports=silent", str(user)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -106,3 +107,18 @@ def test_mypy_reads_the_installed_package(wheel, tmp_path):
     assert "py.typed" not in out and "missing library stubs" not in out, out
     assert re.search(r'Revealed type is "(builtins\.)?int"', out), out   # Any without py.typed
     assert 'incompatible types in assignment (expression has type "str", variable has type "int")' in out.lower(), out
+    # the training names too (their module's __all__ is built at import time: imported by name)
+    assert len(re.findall(r'Revealed type is "(builtins\.)?int"', out)) == 2, out
+    assert "has no attribute" not in out, out
+
+
+def test_the_top_level_imports_every_training_name():
+    """transformer_lib/__init__.py imports the training names one by one (type checkers cannot
+    evaluate training's generated __all__): the list is exactly training's public names."""
+    import ast
+    import transformer_lib.training
+    tree = ast.parse((ROOT / "transformer_lib" / "__init__.py").read_text(encoding="utf-8"))
+    named = [a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and node.level == 1 and node.module == "training" for a in node.names]
+    assert sorted(named) == sorted(transformer_lib.training.__all__), \
+        f"missing: {sorted(set(transformer_lib.training.__all__) - set(named))}, extra: {sorted(set(named) - set(transformer_lib.training.__all__))}"
