@@ -130,7 +130,7 @@ def page_text(source: str, glue: "mk.Glue", chapter: Path) -> str:
             return glue.text(body)
         if name.startswith("cite"):
             return "; ".join(_BIB_YEARS[k.strip()] for k in body.split(","))
-        text, target = mk._titled(body)
+        text, target = myst.titled(body)
         if name == "doc" and text == target:
             rel = (chapter.parent / target) if not target.startswith("/") else ROOT / target.lstrip("/")
             return mk.doc_title(next(rel.with_suffix(s) for s in (".ipynb", ".md") if rel.with_suffix(s).exists()))

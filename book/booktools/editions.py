@@ -115,10 +115,6 @@ def cite(kind: str, body: str, base: str, chapter: str) -> str:
     return "(" + "; ".join(f"[{bib[k][0]}, {bib[k][1]}]({link})" for k in keys) + ")"
 
 
-def _titled(body: str) -> tuple[str, str]:
-    return myst.titled(body)
-
-
 @functools.lru_cache(maxsize=None)
 def doc_title(path: Path) -> str:
     if path.suffix == ".ipynb":
@@ -152,18 +148,18 @@ class Converter:
         if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts"):
             return cite("cite:p" if name == "cite" else name, body, self.base, self.name)
         if name == "term":
-            text, target = _titled(body)
+            text, target = myst.titled(body)
             anchor = glossary.anchors().get(target.lower())
             if anchor is None:
                 raise EditionError(f"{self.name}: {{term}} {target!r} is not in {GLOSSARY.name}")
             return f"[{text}]({self.base}book/glossary.html#{anchor})"
         if name == "doc":
-            text, target = _titled(body)
+            text, target = myst.titled(body)
             return self._doc_link(text if text != target else None, target)
         if name == "math":
             return f"${body}$"
-        if name in ("ref", "numref") and _titled(body)[0] != _titled(body)[1]:
-            text, target = _titled(body)
+        text, target = myst.titled(body)
+        if name in ("ref", "numref") and text != target:
             return f"[{text}](#{target})"
         raise EditionError(f"{self.name}: role {{{name}}}`{body}` has no plain-notebook form")
 
