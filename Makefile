@@ -156,11 +156,13 @@ nbval: $(STAMP)
 
 # Re-execute a chapter, then every chapter that reads what it writes, in order (chapter metadata
 # "book": "reads"/"writes", scripts/execute.py): Make runs a generated file with one stamp per chapter.
+# One recipe line, so that `make -n execute NB=...` writes that file and prints the plan (Make runs a
+# line that calls $(MAKE) even in a dry run; the stamps are prepared, nothing is executed).
 EXECUTE_DIR := _build/execute
 execute: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make execute NB=chapters/XX.ipynb"; exit 2; }
-	$(PY) scripts/execute.py --makefile $(EXECUTE_DIR)/chapters.mk --since $(NB)
-	$(MAKE) --no-print-directory -f $(EXECUTE_DIR)/chapters.mk PY=$(PY)
+	$(PY) scripts/execute.py --makefile $(EXECUTE_DIR)/chapters.mk --since $(NB) \
+	  && $(MAKE) --no-print-directory -f $(EXECUTE_DIR)/chapters.mk PY=$(PY)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -3,10 +3,12 @@
 A chapter declares in its metadata (``"book"``) the files it reads that something else writes,
 each with what writes it, and ``scripts/execute.py`` records, when it executes the chapter, the
 content hash of each such file and a fingerprint of the glued values of each chapter it reads
-from. These tests fail when a stored chapter's recorded inputs differ from those on disk (naming
-the chapter to run again), show that the check catches chapter 11b's run changing without
-chapters 12 and 12b being run again (on a copy), and check that ``make execute`` re-runs a
-chapter with its dependents, in order, through Make.
+from; a chapter that declares what it writes records the hashes of what it wrote. These tests
+fail when a stored chapter's recorded inputs differ from those on disk, or from what their
+writer recorded writing (naming the chapters to run again), show that the check catches chapter
+11b's run changing without chapters 12 and 12b being run again (on a copy, and without ``runs/``,
+as on a clean clone), and check that ``make execute`` re-runs a chapter with its dependents, in
+order, through Make (and that ``make -n execute`` prints that plan).
 """
 from __future__ import annotations
 
@@ -50,7 +52,10 @@ def test_every_read_names_what_writes_it():
 
 
 def _copy(tmp: Path) -> Path:
-    """The run's writer, its readers and every file they read (where it exists), under tmp."""
+    """The run's writer, its readers and every file they read (where it exists), under tmp. Where the
+    stored writer has not yet recorded what it wrote (a chapter executed before that record existed),
+    the copy's writer is given what its readers recorded reading: the tests on copies test the
+    mechanism; `test_no_chapter_read_inputs_that_changed_since` holds the stored chapters."""
     for chapter in [RUN_WRITER, *RUN_READERS]:
         (tmp / chapter).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / chapter, tmp / chapter)
@@ -58,7 +63,21 @@ def _copy(tmp: Path) -> Path:
             if (ROOT / file).is_file():
                 (tmp / file).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(ROOT / file, tmp / file)
+    writer = nbformat.read(tmp / RUN_WRITER, as_version=4)
+    if ex.written(writer) is None:
+        read = nbformat.read(tmp / RUN_READERS[0], as_version=4).metadata["book"]["recorded"]["files"]
+        writer.metadata["book"]["wrote"] = {f: read[f] for f in ex.declared(writer)["writes"]}
+        nbformat.write(writer, tmp / RUN_WRITER)
     return tmp
+
+
+def _edit_record(path: Path, key: str, file: str) -> None:
+    """One hex digit of the hash a stored chapter recorded (under "book" -> key) for `file` changed."""
+    nb = nbformat.read(path, as_version=4)
+    record = nb.metadata["book"][key]
+    record = record["files"] if key == "recorded" else record
+    record[file] = record[file][:-1] + ("1" if record[file][-1] == "0" else "0")
+    nbformat.write(nb, path)
 
 
 def _named(problems: list[str]) -> set[str]:
@@ -77,15 +96,71 @@ def test_a_changed_committed_input_makes_its_readers_stale(tmp_path):
     assert all("results/cpu-full/summary.json" in p and "make execute NB=" in p for p in problems)
 
 
-def test_a_rewritten_run_alone_is_not_a_change(tmp_path):
-    """nbval executes chapter 11b and rewrites its run without storing the chapter: the stored
-    chapters still agree with each other, so nothing is stale until 11b's new outputs are stored."""
+RUN_SUMMARY = "runs/chapter_cpu/summary.json"
+
+
+@pytest.mark.parametrize("edited", ["reader", "writer"])
+def test_a_reader_of_another_run_than_its_writer_recorded_is_named_with_its_writer(tmp_path, edited):
+    """11b records the hashes of the run it wrote, 12 and 12b those of the run they read: committed
+    records compared with committed records, so the check needs no `runs/` (removed here, as on a
+    clean clone, where nbval rewrites the run with other digits). One digit of one hash changed."""
     root = _copy(tmp_path)
-    summary = root / "runs" / "chapter_cpu" / "summary.json"
-    if not summary.is_file():
-        pytest.skip("no run of chapter 11b on disk (a clean clone)")
-    summary.write_text(summary.read_text() + " ")
+    shutil.rmtree(root / "runs", ignore_errors=True)
     assert ex.stale(root) == []
+    if edited == "reader":
+        _edit_record(root / RUN_READERS[1], "recorded", RUN_SUMMARY)
+    else:
+        _edit_record(root / RUN_WRITER, "wrote", RUN_SUMMARY)
+    problems = ex.stale(root)
+    assert _named(problems) == ({RUN_READERS[1]} if edited == "reader" else set(RUN_READERS)), problems
+    for p in problems:
+        assert RUN_SUMMARY in p and RUN_WRITER in p and f"make execute NB={RUN_WRITER}" in p, p
+        assert "runs/chapter_cpu/model.pt" not in p, p     # only the file whose hashes differ
+
+
+def test_a_writer_that_never_recorded_what_it_wrote_is_named(tmp_path):
+    root = _copy(tmp_path)
+    nb = nbformat.read(root / RUN_WRITER, as_version=4)
+    del nb.metadata["book"]["wrote"]
+    nbformat.write(nb, root / RUN_WRITER)
+    problems = ex.stale(root)
+    assert _named(problems) == set(RUN_READERS), problems
+    assert all("never recorded what it wrote" in p and RUN_WRITER in p for p in problems), problems
+
+
+def test_a_committed_input_that_appears_or_disappears_is_a_change(tmp_path):
+    """A chapter may declare a file a command writes before it exists (a GPU run in
+    results/gpu-base/, recorded as missing); it is named when the file is committed later, and a
+    reader is named when a file it read is removed."""
+    root = _copy(tmp_path)
+    nb = nbformat.read(root / RUN_READERS[0], as_version=4)
+    nb.metadata["book"]["reads"]["results/gpu-base/summary.json"] = "scripts/gpu_run.sh (the base preset)"
+    nb.metadata["book"]["recorded"]["files"]["results/gpu-base/summary.json"] = None
+    nbformat.write(nb, root / RUN_READERS[0])
+    assert ex.stale(root) == []
+    (root / "results" / "gpu-base").mkdir(parents=True)
+    (root / "results" / "gpu-base" / "summary.json").write_text("{}")
+    assert _named(ex.stale(root)) == {RUN_READERS[0]}
+    shutil.rmtree(root / "results" / "gpu-base")
+    (root / "results" / "cpu-full" / "summary.json").unlink()
+    problems = ex.stale(root)
+    assert _named(problems) == set(RUN_READERS) and all("results/cpu-full/summary.json" in p for p in problems)
+
+
+def test_executing_a_chapter_records_what_it_read_and_wrote(tmp_path):
+    """The records are written by the execution itself (a two-cell chapter in a fresh kernel)."""
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "in.txt").write_text("read me")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from pathlib import Path\nPath('../out.txt').write_text(Path('../in.txt').read_text() + '!')")])
+    nb.metadata["book"] = {"reads": {"in.txt": "a command"}, "writes": ["out.txt", "never.txt"]}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "chapters" / "x.ipynb")
+    ex.execute(tmp_path / "chapters" / "x.ipynb", timeout=120)
+    book = nbformat.read(tmp_path / "chapters" / "x.ipynb", as_version=4).metadata["book"]
+    assert book["recorded"]["files"] == {"in.txt": ex.sha256(tmp_path / "in.txt")}
+    assert book["wrote"] == {"never.txt": None, "out.txt": ex.sha256(tmp_path / "out.txt")}
+    assert (tmp_path / "out.txt").read_text() == "read me!"
 
 
 def test_a_new_run_of_11b_makes_12_and_12b_stale_on_a_clean_clone(tmp_path):
@@ -128,6 +203,17 @@ def test_make_execute_runs_a_chapter_then_its_dependents_in_order(tmp_path):
     assert _plan(tmp_path / "a", RUN_WRITER) == [RUN_WRITER, *RUN_READERS]
     assert _plan(tmp_path / "b", "chapters/01_qkv_attention.ipynb") == ["chapters/01_qkv_attention.ipynb"]
     assert _plan(tmp_path / "c", RUN_READERS[0]) == [RUN_READERS[0]]
+
+
+def test_make_dry_run_of_execute_prints_the_plan(tmp_path):
+    """`make -n execute NB=...` shows the chapters it would execute, in order, and executes none."""
+    before = {p: p.stat().st_mtime_ns for p in (ROOT / "chapters").glob("*.ipynb")}
+    out = subprocess.run(["make", "-n", "execute", f"NB={RUN_WRITER}", f"EXECUTE_DIR={tmp_path}"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    plan = [ln.split()[-1] for ln in out.stdout.splitlines() if re.search(r"scripts/execute.py chapters/\S+$", ln)]
+    assert plan == [RUN_WRITER, *RUN_READERS], out.stdout
+    assert before == {p: p.stat().st_mtime_ns for p in (ROOT / "chapters").glob("*.ipynb")}
 
 
 def test_prepare_stamps_rejects_a_missing_chapter(tmp_path):

@@ -18,15 +18,22 @@ cells tagged ``raises-exception`` that demonstrate an error on purpose.
 Each read file names what writes it: another chapter (an edge of the dependency graph) or a
 command. Executing a chapter records, under ``"book" -> "recorded"``, the content hash of every
 file it read (``null`` where the file was missing) and, for each chapter it reads from, a
-fingerprint of that chapter's glued values (the numbers it hands to the prose). A file a command
-writes (``make bench``, a recorded run in ``results/``) is committed, and its hash is compared.
-A file a chapter writes (chapter 11b's run in ``runs/``) is not compared by its hash: it is
-git-ignored, so a clean clone does not have it, and it is rewritten whenever the chapter runs,
-nbval's runs included, whose outputs are not stored. It is compared through the stored notebook
-of the chapter that writes it: executing that chapter again changes its glued values (its run's
-time and speed at least), so every chapter that read the old run is named as stale, from the
-committed notebooks alone. ``--check`` (and ``tests/test_staleness.py``) names every chapter to
-run again.
+fingerprint of that chapter's glued values (the numbers it hands to the prose); executing a
+chapter that declares ``"writes"`` records, under ``"book" -> "wrote"``, the content hash of each
+file it wrote. Three comparisons follow, all between committed files, so they hold on a clean
+clone (where ``runs/`` is absent) and whatever nbval's runs, whose outputs are not stored, wrote:
+
+- a file a command writes (``make bench``, a recorded run in ``results/``) is committed: its hash
+  now against the hash its reader recorded (a file that was missing counts: one that appears or
+  disappears is a change);
+- a file a chapter writes (chapter 11b's run in ``runs/``, git-ignored): the hash its reader
+  recorded against the hash its writer recorded writing. A reader executed on another run than
+  the one the stored writer describes (nbval or a clean clone rewrote it) is named with its writer;
+- the writer's glued values against the fingerprint its reader recorded: executing the writer
+  again changes them (its run's time and speed at least), so every chapter that read the old
+  run is named, even before the new run is compared.
+
+``--check`` (and ``tests/test_staleness.py``) names every chapter to run again.
 
 ``--makefile`` writes a Make file with one stamp per chapter, each depending on the stamps of the
 chapters it reads from; ``make execute NB=...`` uses it so that Make re-executes the chapter,
@@ -96,8 +103,37 @@ def inputs_now(nb, root: Path = ROOT) -> dict:
             "chapters": {c: fingerprint(root / c) for c in _producers(reads)}}
 
 
+def written(nb) -> dict[str, str | None] | None:
+    """The hashes a chapter recorded of the files it wrote when last executed; None if it never recorded them."""
+    wrote = nb.metadata.get(KEY, {}).get("wrote")
+    return None if wrote is None else dict(wrote)
+
+
+def _run_mismatches(name: str, reads: dict[str, str], recorded: dict, root: Path) -> list[str]:
+    """The files `name` read from a chapter that wrote other bytes, by the two chapters' committed records."""
+    problems = []
+    for writer in _producers(reads):
+        wrote = written(nbformat.read(root / writer, as_version=4))
+        files = sorted(f for f, p in reads.items() if p == writer)
+        if wrote is None:
+            problems.append(f"{name}: reads {', '.join(files)} from {writer}, which never recorded what it "
+                            f"wrote; run `make execute NB={writer}` (it runs {name} again after it)")
+            continue
+        differ = [f"{f} ({name} read {_short(recorded['files'].get(f))}, {writer} wrote {_short(wrote.get(f))})"
+                  for f in files if recorded["files"].get(f) != wrote.get(f)]
+        if differ:
+            problems.append(f"{name}: read another run than the one {writer} recorded writing: "
+                            f"{'; '.join(differ)}; run `make execute NB={writer}` (it runs {name} again after it)")
+    return problems
+
+
+def _short(digest: str | None) -> str:
+    return "nothing" if digest is None else digest[:12]
+
+
 def stale(root: Path = ROOT) -> list[str]:
-    """One line per chapter whose recorded inputs differ from those on disk, naming what changed."""
+    """One line per problem of a chapter whose recorded inputs differ from those on disk or from
+    what their writer recorded writing, naming what changed and what to run."""
     problems = []
     for path in sorted((root / "chapters").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -109,13 +145,14 @@ def stale(root: Path = ROOT) -> list[str]:
             problems.append(f"{name}: its inputs were never recorded; run `make execute NB={name}`")
             continue
         reads = declared(nb)["reads"]
-        changed = [f for f, h in now["files"].items()        # a chapter's output: by its glued values (below)
-                   if h is not None and not reads[f].startswith("chapters/") and recorded["files"].get(f) != h]
+        changed = [f for f, h in now["files"].items()        # a chapter's output: by its writer's record (below)
+                   if not reads[f].startswith("chapters/") and recorded["files"].get(f) != h]
         changed += [f"{c} (its glued values)" for c, h in now["chapters"].items()
                     if recorded["chapters"].get(c) != h]
         if changed:
             problems.append(f"{name}: read inputs that have changed since: {', '.join(changed)}; "
                             f"run `make execute NB={name}` again")
+        problems += _run_mismatches(name, reads, recorded, root)
     return problems
 
 
@@ -140,8 +177,11 @@ def execute(path: Path, timeout: int = 1200) -> float:
     elapsed = time.perf_counter() - t0
     for cell in nb.cells:  # no per-cell execution metadata (timestamps churn in git)
         cell.metadata.pop("execution", None)
+    root = path.resolve().parents[1]
     if declared(nb)["reads"]:   # the inputs as this run found them (after the run: a missing run is made)
-        nb.metadata[KEY]["recorded"] = inputs_now(nb, path.resolve().parents[1])
+        nb.metadata[KEY]["recorded"] = inputs_now(nb, root)
+    if declared(nb)["writes"]:  # what this run wrote, for its readers' records to be compared with
+        nb.metadata[KEY]["wrote"] = {p: sha256(root / p) for p in sorted(declared(nb)["writes"])}
     nbformat.write(nb, path)
     return elapsed
 
