@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     step["non_view_ratio"] = step["gpu_path"]["non_view_calls"] / step["before"]["non_view_calls"]
     print("base step calls:", {k: (v["calls"], v["non_view_calls"]) if isinstance(v, dict) else round(v, 3)
                                 for k, v in step.items()}, "(all calls, calls that are not views)", flush=True)
-    write_result("gpu_path_ops", result)
+    write_result("gpu_path_ops", result, precision="bf16 autocast (operator calls counted, not timed)")
     return 0
 
 

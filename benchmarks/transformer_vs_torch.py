@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from _common import machine
+from _common import machine, write_result
 from transformer_lib import PositionalEncoding, Transformer, TransformerConfig, use_fast_dropout
 from transformer_lib.training import chunked_cross_entropy
 
@@ -211,9 +211,7 @@ def main() -> None:
         "parameters": {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()},
     }
     print_result(result, args.pairs)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written {args.out}")
+    write_result("transformer_vs_torch", result, path=Path(args.out))
 
 
 def parse_args() -> argparse.Namespace:
