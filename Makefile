@@ -29,7 +29,8 @@ help:
 	@echo "make notebooks  write the runner editions (plain notebooks for Colab, Binder, Jupyter) to _build/notebooks"
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel, then the chapters that read what it writes"
 	@echo "make bench  run the benchmarks in benchmarks/"
-	@echo "make web-model  re-export chapter 12b's in-browser model from runs/chapter_cpu (WEB_RUN=...)"
+	@echo "make web-model  re-export chapter 12b's in-browser model from the run in runs/cpu-full (make train PRESET=cpu-full;"
+	@echo "           WEB_RUN=... another run), its record copied into results/cpu-full-web"
 	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded run of chapter 12;"
 	@echo "           TRAIN_ARGS=--resume to continue)"
 
