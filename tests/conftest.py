@@ -7,6 +7,14 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# The book's address setting (book/booktools/site.py) for what the suite builds: a publishing build
+# (BOOK_PUBLISH=1, which refuses a placeholder) of a repository that is not this checkout's remote.
+TEST_REPOSITORY = "book-tests/the-transformer-built"
+
+
+def publishing_env(**extra: str) -> dict:
+    """The environment of a build for publishing, with the address set as the workflow sets it."""
+    return {**os.environ, "BOOK_REPOSITORY": TEST_REPOSITORY, "BOOK_PUBLISH": "1", **extra}
 
 
 @pytest.fixture(autouse=True)

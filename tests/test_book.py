@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, ROOT
+from conftest import IN_CI, ROOT, publishing_env
 
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
@@ -40,7 +40,7 @@ def built_book():
         pytest.fail("book/_vendor is missing: run `make vendor` (fetches MathJax and the widget "
                     "embedder from the npm registry) or use `make test`")
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_book.py"), "--all"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800, env=publishing_env())
     assert proc.returncode == 0, "book build failed (warnings are errors):\n" + (proc.stdout + proc.stderr)[-6000:]
     for language in EDITIONS:
         assert f"{language}: exit 0, 0 warnings" in proc.stdout, proc.stdout

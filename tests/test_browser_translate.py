@@ -62,7 +62,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-from conftest import ROOT, chromium_path, skip_or_fail
+from conftest import ROOT, chromium_path, publishing_env, skip_or_fail
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
 
@@ -114,7 +114,7 @@ def site() -> Path:
         # `--all`: Sphinx copies static files only when it writes pages; a changed .js alone
         # leaves an incremental build with "no targets are out of date". Both editions, as `make book`.
         proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_book.py"), "--all"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=1800)
+                              capture_output=True, text=True, timeout=1800, env=publishing_env())
         assert proc.returncode == 0, "book build failed:\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
     assert not stale_assets(), f"_build/html has other copies of {stale_assets()}: rebuild the book"
     return HTML

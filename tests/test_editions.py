@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, TEST_REPOSITORY
 from test_glue_keys import referenced_keys
 from test_prose_numbers import NUMBER
 
@@ -60,8 +60,59 @@ def myst_survivors(source: str) -> list[str]:
     return found + [f"target: ({label})=" for label in myst.targets(source)]
 
 
-def test_all_chapters_have_an_edition(editions):
-    assert len(CHAPTERS) == 17 and sorted(editions) == [p.name for p in CHAPTERS]
+def test_all_chapters_have_an_edition_in_english_and_in_chinese(editions):
+    assert len(CHAPTERS) == 17
+    assert sorted(editions) == sorted([p.name for p in CHAPTERS] + [f"{p.stem}.zh.ipynb" for p in CHAPTERS])
+    for chapter in CHAPTERS:
+        zh = nbformat.read(editions[f"{chapter.stem}.zh.ipynb"], as_version=4)
+        en = nbformat.read(editions[chapter.name], as_version=4)
+        assert zh.metadata["language"] == "zh_CN" and CJK.search(zh.cells[0].source), chapter.name
+        # the code and its outputs are the English edition's, cell for cell
+        assert [(c.source, c.get("outputs")) for c in zh.cells if c.cell_type == "code"] == \
+               [(c.source, c.get("outputs")) for c in en.cells if c.cell_type == "code"], chapter.name
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def untranslated(chapter: Path, edition_markdown: str) -> list[str]:
+    """The messages that the chapter's Chinese catalogue translates and that the Chinese edition's
+    markdown still shows in English (as the edition writes them: roles and glue resolved). A
+    translation that keeps the English (a quotation of the paper, then its translation) is left out,
+    and so is English that a kept quotation contains."""
+    tr = mk.messages(chapter, "zh_CN")
+    conv = mk.Converter(chapter, mk.Glue(nbformat.read(chapter, as_version=4), chapter), mk.book_url("zh_CN"))
+    plain = lambda s: " ".join(conv.inline(s).split())   # noqa: E731
+    kept = " ".join(plain(s) for m, s in tr.text.items() if plain(m) in plain(s))
+    text = " ".join(edition_markdown.split())
+    return [m for m, s in tr.text.items()
+            if len(plain(m)) >= 12 and plain(m) not in plain(s) and plain(m) in text and plain(m) not in kept]
+
+
+def test_chinese_editions_show_every_translation_the_catalogues_hold(editions):
+    bad = []
+    for chapter in CHAPTERS:
+        ed = nbformat.read(editions[f"{chapter.stem}.zh.ipynb"], as_version=4)
+        md = "\n".join(c.source for c in ed.cells if c.cell_type == "markdown")
+        bad += [f"{chapter.stem}: {m[:100]!r}" for m in untranslated(chapter, md)]
+    assert not bad, f"{len(bad)} messages left in English in the Chinese runner editions:\n  " + "\n  ".join(bad)
+
+
+def test_untranslated_markdown_is_found():
+    """The check above fails on an edition whose markdown was not translated: the English edition's."""
+    chapter = ROOT / "chapters" / "05_masking.ipynb"
+    english = "\n".join(c.source for c in mk.edition(chapter, language="en").cells if c.cell_type == "markdown")
+    assert len(untranslated(chapter, english)) > 20
+
+
+def test_translation_keeps_quote_and_list_markers():
+    tr = mk.Messages("zh_CN", {"A long sentence that runs over two lines.": "一句话。",
+                               "Item one goes on.": "第一项。", "Title": "标题", "cell text": "单元格",
+                               "Quoted line one and line two.": "第一行\\\n第二行"}, {})
+    src = ("# Title\n\nA long sentence that\nruns over two lines.\n\n- Item one\n  goes on.\n\n"
+           "| cell text | other |\n|---|---|\n| x | y |\n\n> Quoted line one\n> and line two.")
+    assert mk.translate_blocks(src, tr) == ("# 标题\n\n一句话。\n\n- 第一项。\n\n| 单元格 | other |\n|---|---|\n"
+                                            "| x | y |\n\n> 第一行\\\n> 第二行")
 
 
 def test_no_myst_survives(editions):
@@ -168,9 +219,11 @@ def test_code_cells_are_the_chapters_and_folds_stay(editions):
             continue
         for i, (src, out) in enumerate(zip(nb.cells, ed.cells)):
             if src.cell_type == "code":
-                if INSTALL_MARK in src.source:
-                    if not out.source.startswith(src.source):
-                        bad.append(f"{chapter.name} cell {i}: the install cell lost the chapter's lines")
+                if INSTALL_MARK in src.source:   # the chapter's clocks, then the edition's own install
+                    clocks = src.source[:src.source.index("\nif not all(")]
+                    url, commit = mk.repository()
+                    if not out.source.startswith(clocks) or f'_REPOSITORY, _COMMIT = "{url}", "{commit}"' not in out.source:
+                        bad.append(f"{chapter.name} cell {i}: the install cell lost the chapter's lines or its commit")
                 elif out.source != src.source or out.outputs != src.outputs:
                     bad.append(f"{chapter.name} cell {i}: code or outputs differ from the chapter's")
                 if src.metadata.get("jupyter", {}).get("source_hidden") and not (
@@ -238,7 +291,7 @@ def test_the_checks_find_what_they_look_for():
 
 def test_an_edition_runs_top_to_bottom_under_nbval(tmp_path):
     """Chapter 1's edition, in a fresh kernel, reproduces its stored outputs (strict nbval)."""
-    [path] = mk.write_editions([EXECUTED], tmp_path, log=lambda _: None)
+    [path] = mk.write_editions([EXECUTED], tmp_path, log=lambda _: None, languages=("en",))
     env = {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", str(path), "--nbval", "--nbval-current-env",
@@ -260,12 +313,12 @@ def _editions_branch() -> str:
     return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["launch_editions_branch"]
 
 
-def launch_targets(html: str, stem: str) -> dict[str, str]:
-    """What a chapter page's Colab and Binder buttons must open: the edition on the editions' branch."""
-    url, _ = mk.repository()
-    slug, branch = url.removeprefix("https://github.com/"), _editions_branch()
-    return {"Colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/chapters/{stem}.ipynb",
-            "Binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/chapters/{stem}.ipynb"}
+def launch_targets(html: str, stem: str, suffix: str = "") -> dict[str, str]:
+    """What a chapter page's Colab and Binder buttons must open: the edition (in the page's language:
+    `suffix` ".zh" for the Chinese pages) on the editions' branch of the repository the build was given."""
+    slug, branch, name = TEST_REPOSITORY, _editions_branch(), f"{stem}{suffix}.ipynb"
+    return {"Colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/chapters/{name}",
+            "Binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/chapters/{name}"}
 
 
 def test_launch_urls_move_to_the_editions_branch_only():
@@ -275,9 +328,14 @@ def test_launch_urls_move_to_the_editions_branch_only():
     assert launch_editions.retarget(binder, "Binder", "main", "notebooks") == binder.replace("/main?", "/notebooks?")
     with pytest.raises(Exception, match="theme's launch URLs changed"):
         launch_editions.retarget("https://colab.research.google.com/drive/xyz", "Colab", "main", "notebooks")
+    # on a Chinese page, the Chinese edition beside the English one
+    assert launch_editions.retarget(colab, "Colab", "main", "notebooks", "zh_CN") == \
+        colab.replace("/main/", "/notebooks/").replace("01_x.ipynb", "01_x.zh.ipynb")
+    assert launch_editions.retarget(binder, "Binder", "main", "notebooks", "zh_CN").endswith("chapters/01_x.zh.ipynb")
     # the workflow publishes the editions to the branch the buttons open
     workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text(encoding="utf-8")
-    assert "make notebooks" in workflow and "launch_editions_branch" in workflow and _editions_branch() != mk.repository()[1]
+    assert "make notebooks" in workflow and "launch_editions_branch" in workflow
+    assert _editions_branch() != mk.site.repository().branch
 
 
 @pytest.mark.book
@@ -288,11 +346,32 @@ def test_built_pages_launch_the_editions():
     if not (HTML / "chapters").exists():
         pytest.skip("no built book in _build/html: `make book`, or run with tests/test_book.py")
     bad = []
-    url, branch = mk.repository()
+    url, branch = f"https://github.com/{TEST_REPOSITORY}", "main"
     for chapter in CHAPTERS:
-        html = (HTML / "chapters" / f"{chapter.stem}.html").read_text(encoding="utf-8")
-        hrefs = set(re.findall(r'href="([^"]+)"', html))
-        bad += [f"{chapter.stem}: {kind}" for kind, href in launch_targets(html, chapter.stem).items() if href not in hrefs]
-        if f"{url}/edit/{branch}/chapters/{chapter.name}" not in hrefs:
-            bad.append(f"{chapter.stem}: the edit button left the source")
+        for folder, suffix in (("", ""), ("zh/", ".zh")):
+            html = (HTML / folder / "chapters" / f"{chapter.stem}.html").read_text(encoding="utf-8")
+            hrefs = set(re.findall(r'href="([^"]+)"', html))
+            bad += [f"{folder}{chapter.stem}: {kind}" for kind, href in launch_targets(html, chapter.stem, suffix).items()
+                    if href not in hrefs]
+            if f"{url}/edit/{branch}/chapters/{chapter.name}" not in hrefs:
+                bad.append(f"{folder}{chapter.stem}: the edit button left the source")
     assert not bad, f"launch buttons that do not open the editions: {bad}"
+
+
+@pytest.mark.book
+def test_built_site_holds_no_placeholder():
+    """The suite builds the site for publishing with the address setting (conftest.publishing_env):
+    no page, and no notebook a page offers for download, names the placeholder repository."""
+    from test_book import HTML
+    if not (HTML / "chapters").exists():
+        pytest.skip("no built book in _build/html: `make book`, or run with tests/test_book.py")
+    bad = []
+    for page in sorted(HTML.rglob("*")):
+        if page.suffix in (".html", ".ipynb", ".js", ".txt") and page.is_file() and "_vendor" not in page.parts:
+            text = page.read_text(encoding="utf-8", errors="replace")
+            n = len(re.findall(r"github\.com/OWNER\b|owner\.github\.io", text))
+            if n:
+                bad.append(f"{page.relative_to(HTML)}: {n}")
+    assert not bad, "the placeholder address in the built site:\n  " + "\n  ".join(bad)
+    intro = (HTML / "chapters" / "01_qkv_attention.html").read_text(encoding="utf-8")
+    assert f"https://github.com/{TEST_REPOSITORY}" in intro

@@ -271,3 +271,71 @@ def test_chapters_link_to_the_glossary_and_every_link_resolves():
             target = re.fullmatch(r"(?:.*<(.+)>|(.+))", link, re.S)
             target = (target.group(1) or target.group(2)).strip().lower()
             assert target in terms, f"{path.name}: {{term}}`{link}` is not in book/glossary.md"
+
+
+# --- the book's address: one setting ----------------------------------------------------------
+
+from booktools import site  # noqa: E402
+
+
+def test_the_address_comes_from_one_setting():
+    repo = site.repository({"BOOK_REPOSITORY": "alice/the-transformer-built"})
+    assert (repo.url, repo.owner, repo.name, repo.placeholder) == (
+        "https://github.com/alice/the-transformer-built", "alice", "the-transformer-built", False)
+    assert site.site_url({"BOOK_REPOSITORY": "Alice/book"}) == "https://alice.github.io/book/"
+    assert site.site_url({"BOOK_REPOSITORY": "alice/book", "BOOK_SITE_URL": "https://x.org/b"}) == "https://x.org/b/"
+    assert site.repository({"BOOK_REPOSITORY": "https://github.com/bob/r.git"}).web_url == "https://github.com/bob/r"
+    assert site.repository({"BOOK_REPOSITORY": "file:///tmp/clone"}).url == "file:///tmp/clone"
+    assert site.ref({"BOOK_REF": "abc123"}) == "abc123"
+
+
+@pytest.mark.parametrize("env", [{}, {"BOOK_REPOSITORY": "OWNER/the-transformer-built"}], ids=["unset", "placeholder"])
+def test_a_publishing_build_refuses_the_placeholder_by_name(env, monkeypatch):
+    monkeypatch.setattr(site, "_remote", lambda: "")   # a checkout without a GitHub remote
+    assert site.repository(env).placeholder             # locally: the placeholder, no error
+    with pytest.raises(site.SiteError, match="BOOK_REPOSITORY is not set .* BOOK_REPOSITORY=owner/name"):
+        site.repository({**env, "BOOK_PUBLISH": "1"})
+    with pytest.raises(site.SiteError, match="BOOK_REPOSITORY: expected owner/name .* got 'not a repo'"):
+        site.repository({"BOOK_REPOSITORY": "not a repo"})
+
+
+def test_the_checkouts_github_remote_is_the_default(monkeypatch):
+    monkeypatch.setattr(site, "_remote", lambda: "git@github.com:carol/the-transformer-built.git")
+    assert site.repository({}).url == "https://github.com/carol/the-transformer-built"
+
+
+def test_runner_editions_hold_the_setting_and_no_placeholder(tmp_path, monkeypatch):
+    """Made with the setting given (as the workflow does), an edition in each language installs that
+    repository at that commit and links to that site; nothing says OWNER."""
+    from booktools import editions
+    monkeypatch.setenv("BOOK_REPOSITORY", "alice/the-transformer-built")
+    monkeypatch.setenv("BOOK_REF", "0123456789abcdef0123456789abcdef01234567")
+    chapter = ROOT / "chapters" / "05_masking.ipynb"
+    for path in editions.write_editions([chapter], tmp_path, link_siblings=False, log=lambda _: None):
+        text = path.read_text(encoding="utf-8")
+        assert "OWNER" not in text and "owner.github.io" not in text, path.name
+        assert ('_REPOSITORY, _COMMIT = \\"https://github.com/alice/the-transformer-built\\", '
+                '\\"0123456789abcdef0123456789abcdef01234567\\"') in text, path.name
+        assert "https://alice.github.io/the-transformer-built/" + ("zh/" if ".zh." in path.name else "book/") in text
+
+
+def test_package_metadata_links_follow_the_setting(tmp_path):
+    """The wheel's Homepage/Source/Issues come from the setting (setup.py); without it, none."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "PYPI.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "transformer_lib", src / "transformer_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for value, expected in (("alice/the-transformer-built", "https://github.com/alice/the-transformer-built"), ("", None)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
+        env["BOOK_REPOSITORY"] = value
+        out = tmp_path / f"dist{bool(value)}"
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
+                        str(src)], check=True, env=env, capture_output=True, timeout=300)
+        import zipfile
+        [wheel] = out.glob("*.whl")
+        with zipfile.ZipFile(wheel) as z:
+            meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
+        urls = re.findall(r"^Project-URL: (.*)$", meta, re.M)
+        assert ("Source, " + expected in urls) if expected else urls == [], urls
+        assert "OWNER" not in meta

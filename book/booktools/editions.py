@@ -39,6 +39,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import nbformat
@@ -49,13 +50,19 @@ from booktools.paths import ROOT
 from booktools import glossary, myst
 from booktools.glossary import GLOSSARY
 from booktools.glue import Glue, GlueError, glue_text
-from booktools.install_cell import INSTALL_MARK, edition_install_cell_source, repository
+from booktools import site
+from booktools.install_cell import INSTALL_MARK, edition_install_cell_source
 
 OUT = ROOT / "_build" / "notebooks"
 CHAPTERS = ROOT / "chapters"
 BIB = ROOT / "book" / "references.bib"
 # Folders of the repository that chapters read through "../": linked beside the editions.
 SIBLINGS = ("book", "results", "benchmarks", "runs")
+
+LOCALES = ROOT / "locales"
+# The runner editions in other languages: chapters/NN.<suffix>.ipynb, beside the English ones, their
+# markdown from the same catalogues as the HTML edition in that language (locales/<language>).
+LANGUAGE_SUFFIX = {"zh_CN": "zh"}
 
 ADMONITIONS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
                "error", "seealso")
@@ -67,18 +74,93 @@ class EditionError(ValueError):
 
 # --------------------------------------------------------------------------- the book's address
 
-def book_url(config: Path = ROOT / "_config.yml") -> str:
-    """The published book's address, ending in "/": html.baseurl, else GitHub Pages of the repository."""
-    cfg = yaml.safe_load(config.read_text(encoding="utf-8"))
-    base = (cfg.get("html") or {}).get("baseurl") or ""
-    if base:
-        return base.rstrip("/") + "/"
-    url, _ = repository(config)
-    m = re.match(r"https://github\.com/(?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?$", url)
-    if not m:
-        raise EditionError(f"repository.url in {config.name}: expected https://github.com/OWNER/REPO "
-                           f"(or set html.baseurl), got {url!r}")
-    return f"https://{m['owner'].lower()}.github.io/{m['repo']}/"
+def book_url(language: str = "en") -> str:
+    """The published book's address, ending in "/" (`booktools.site.site_url`), for the edition in
+    `language` (its folder under the site, `language_editions` in `_config.yml`)."""
+    base = site.site_url()
+    if language == "en":
+        return base
+    folders = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["language_editions"]
+    return base + folders[language].strip("/") + "/"
+
+
+def repository() -> tuple[str, str]:
+    """(git URL, commit) that the runner editions install: `booktools.site`'s one setting."""
+    return site.repository().url, site.ref()
+
+
+def edition_name(name: str, language: str = "en") -> str:
+    """The file name of a chapter's runner edition in `language`: 01_x.ipynb, 01_x.zh.ipynb."""
+    if language == "en":
+        return name
+    if language not in LANGUAGE_SUFFIX:
+        raise ValueError(f"language: expected one of en, {', '.join(LANGUAGE_SUFFIX)}, got {language!r}")
+    stem = name.removesuffix(".ipynb")
+    return f"{stem}.{LANGUAGE_SUFFIX[language]}.ipynb"
+
+
+# --------------------------------------------------------------------------- translation
+
+@dataclass(frozen=True)
+class Messages:
+    """A language's translations for one chapter, as the HTML edition in that language uses them:
+    the page's catalogue (msgid: the MyST source of a paragraph, heading, list item, table cell or
+    directive title, its lines joined by spaces), and the glued words' catalogue."""
+    language: str
+    text: dict[str, str]
+    glued: dict[str, str]
+
+    def __call__(self, msgid: str) -> Optional[str]:
+        return self.text.get(msgid)
+
+
+@functools.lru_cache(maxsize=None)
+def _catalogue(path: Path) -> dict[str, str]:
+    """msgid -> msgstr of a .po file: the translated, non-fuzzy messages (what Sphinx uses)."""
+    from babel.messages.pofile import read_po
+    if not path.exists():
+        return {}
+    with path.open("rb") as f:
+        cat = read_po(f)
+    return {m.id: m.string for m in cat if m.id and isinstance(m.id, str) and m.string and not m.fuzzy}
+
+
+def messages(chapter: Path, language: str) -> Optional[Messages]:
+    """The translations of `chapter` into `language` (None for English)."""
+    if language == "en":
+        return None
+    folder = LOCALES / language
+    rel = chapter.relative_to(ROOT) if chapter.is_relative_to(ROOT) else Path("chapters") / chapter.name
+    return Messages(language, _catalogue(folder / "LC_MESSAGES" / rel.with_suffix(".po")),
+                    _catalogue(folder / "glued_values.po"))
+
+
+def translate_blocks(text: str, tr: Messages) -> str:
+    """`text` (MyST between fences) with each paragraph, heading, list item and table cell that the
+    catalogue translates replaced by its translation, the lines' quote and list markers kept."""
+    lines = text.split("\n")
+    found = [t for t in myst.blocks(text) if t.type == "inline" and t.map and t.content.strip()]
+    for tok in sorted(found, key=lambda t: t.map[0], reverse=True):
+        msgid = " ".join(tok.content.split("\n")).strip()
+        msgstr = tr(msgid)
+        if msgstr is None:
+            continue
+        start, end = tok.map
+        first = tok.content.split("\n")[0]
+        at = lines[start].find(first)
+        if at < 0:
+            continue
+        if end - start == 1 or "\n" not in tok.content:        # one line (a heading, a table cell)
+            lines[start] = lines[start][:at] + lines[start][at:].replace(tok.content.strip(), msgstr, 1)
+        else:                                                   # a paragraph: its lines become one
+            last = tok.content.split("\n")[-1]
+            tail_at = lines[end - 1].rfind(last)
+            tail = lines[end - 1][tail_at + len(last):] if tail_at >= 0 else ""
+            lines[start:end] = [lines[start][:at] + msgstr + tail]
+        if "\n" in msgstr:   # a translation of several lines: each inside the same quote or list item
+            prefix = "".join(ch if ch in "> \t" else " " for ch in lines[start][:at])
+            lines[start:start + 1] = lines[start].replace("\n", "\n" + prefix).split("\n")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- citations, terms
@@ -134,15 +216,23 @@ def doc_title(path: Path) -> str:
 class Converter:
     """MyST markdown of one chapter -> CommonMark with HTML that notebook front ends render."""
 
-    def __init__(self, path: Path, glue: Glue, base: str):
+    def __init__(self, path: Path, glue: Glue, base: str, tr: Optional[Messages] = None):
         self.path, self.glue, self.base, self.name = path, glue, base, path.name
+        self.tr = tr              # the translations, for an edition in another language
         self.attachments: dict[str, dict] = {}
+
+    def _words(self, text: str) -> str:
+        """A glued value in the edition's language (the glued words' catalogue), else as it is."""
+        return self.tr.glued.get(text, text) if self.tr else text
+
+    def _translated(self, text: str) -> str:
+        return translate_blocks(text, self.tr) if self.tr else text
 
     # ---- inline
     def _role(self, name: str, body: str) -> str:
         if name in ("glue", "glue:text"):
             try:
-                return escape_markdown(self.glue.text(body))
+                return escape_markdown(self._words(self.glue.text(body)))
             except GlueError as exc:
                 raise EditionError(str(exc)) from None
         if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts"):
@@ -178,8 +268,10 @@ class Converter:
         else:
             raise EditionError(f"{self.name}: {{doc}} target {target!r} does not exist")
         title = text or doc_title(source)
+        if self.tr and not text:   # the title as the target page's own catalogue translates it
+            title = (messages(source, self.tr.language) or self.tr)(title) or title
         if rel.parent == Path("chapters") and source.suffix == ".ipynb":
-            return f"[{title}]({source.name})"            # the sibling edition
+            return f"[{title}]({edition_name(source.name, self.tr.language if self.tr else 'en')})"   # the sibling edition
         return f"[{title}]({self.base}{rel.as_posix()}.html)"
 
     def inline(self, text: str) -> str:
@@ -201,11 +293,11 @@ class Converter:
         for tok in _special_blocks("\n".join(lines)):
             start, end = tok.map or (0, 0)
             if start > at:
-                out.extend(self.inline("\n".join(lines[at:start])).split("\n"))
+                out.extend(self.inline(self._translated("\n".join(lines[at:start]))).split("\n"))
             out.extend(self._special(tok, lines[start:end]))
             at = end
         if at < len(lines):
-            out.extend(self.inline("\n".join(lines[at:])).split("\n"))
+            out.extend(self.inline(self._translated("\n".join(lines[at:]))).split("\n"))
         return out
 
     def _special(self, tok: Token, lines: list[str]) -> list[str]:
@@ -223,6 +315,8 @@ class Converter:
 
     def _directive(self, name: str, arg: str, body: list[str], options: dict[str, str]) -> list[str]:
         inner = self._blocks(body)
+        if self.tr and arg:
+            arg = self.tr(" ".join(arg.split())) or arg
         anchor = [f'<a id="{options["name"]}"></a>', ""] if "name" in options else []
         if name == "dropdown" or (name in ADMONITIONS + ("admonition",) and "dropdown" in options.get("class", "")):
             title = self.inline(arg) or name.capitalize()
@@ -294,19 +388,22 @@ def escape_markdown(text: str) -> str:
 
 # --------------------------------------------------------------------------- notebooks
 
-def edition(path: Path, base: Optional[str] = None, repo: Optional[tuple[str, str]] = None) -> nbformat.NotebookNode:
-    """The runner edition of the chapter at `path` (the chapter itself is not changed)."""
+def edition(path: Path, base: Optional[str] = None, repo: Optional[tuple[str, str]] = None,
+            language: str = "en") -> nbformat.NotebookNode:
+    """The runner edition of the chapter at `path` in `language` (the chapter itself is not changed):
+    `repo` is the (git URL, commit) its first cell installs, `base` the published book's address."""
     path = Path(path).resolve()
     if not path.exists():
         raise FileNotFoundError(f"path: no chapter at {path}")
+    edition_name(path.name, language)   # a ValueError for a language without editions
     nb = nbformat.read(path, as_version=4)
-    base = base or book_url()
-    url, branch = repo or repository()
-    glue = Glue(nb, path)
+    base = base or book_url(language)
+    url, commit = repo or repository()
+    glue, tr = Glue(nb, path), messages(path, language)
     ed = copy.deepcopy(nb)
     for cell in ed.cells:
         if cell.cell_type == "markdown":
-            conv = Converter(path, glue, base)
+            conv = Converter(path, glue, base, tr)
             cell.source = conv.convert(cell.source)
             cell.metadata.pop("jupyter", None)   # folded by <details> instead: the summary stays visible
             if conv.attachments:
@@ -315,10 +412,12 @@ def edition(path: Path, base: Optional[str] = None, repo: Optional[tuple[str, st
                 cell.pop("attachments", None)
         elif cell.cell_type == "code":
             if INSTALL_MARK in cell.source:
-                cell.source = edition_install_cell_source(url, branch)
+                cell.source = edition_install_cell_source(url, commit)
             if cell.metadata.get("jupyter", {}).get("source_hidden"):
                 cell.metadata["cellView"] = "form"   # Colab's fold for a code cell
-    ed.metadata["colab"] = {"name": path.name, "provenance": []}
+    ed.metadata["colab"] = {"name": edition_name(path.name, language), "provenance": []}
+    if language != "en":
+        ed.metadata["language"] = language
     return ed
 
 
@@ -337,18 +436,20 @@ def _link_siblings(out: Path) -> None:
 
 
 def write_editions(chapters: list[Path], out: Path = OUT, *, link_siblings: bool = True,
-                   log: Callable[[str], None] = print) -> list[Path]:
-    """Write the edition of every chapter to out/chapters/; returns the paths (unchanged files kept)."""
+                   log: Callable[[str], None] = print,
+                   languages: tuple[str, ...] = ("en", *LANGUAGE_SUFFIX)) -> list[Path]:
+    """Write the edition of every chapter in every language to out/chapters/ (NN.ipynb, NN.zh.ipynb);
+    returns the paths (unchanged files kept)."""
     if not chapters:
         raise ValueError("chapters: expected at least one chapter notebook, got none")
-    base, repo = book_url(), repository()
+    repo = repository()
     folder = Path(out) / "chapters"
     folder.mkdir(parents=True, exist_ok=True)
     written, errors = [], []
-    for chapter in chapters:
-        target = folder / Path(chapter).name
+    for chapter, language in [(c, lang) for lang in languages for c in chapters]:
+        target = folder / edition_name(Path(chapter).name, language)
         try:
-            text = nbformat.writes(edition(chapter, base, repo)) + "\n"
+            text = nbformat.writes(edition(chapter, book_url(language), repo, language)) + "\n"
         except EditionError as exc:   # the others are still written; all failures are named at the end
             errors.append(str(exc))
             continue
@@ -367,12 +468,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", type=Path, help="chapter notebooks (default: all)")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: _build/notebooks)")
+    parser.add_argument("--language", action="append", choices=["en", *LANGUAGE_SUFFIX],
+                        help="only the editions in this language (repeatable; default: all)")
     parser.add_argument("--no-links", action="store_true",
                         help="do not link book/, results/ ... beside the editions (a published copy has them)")
     args = parser.parse_args(argv)
     chapters = args.chapters or sorted(CHAPTERS.glob("*.ipynb"))
     try:
-        paths = write_editions(chapters, args.out, link_siblings=not args.no_links)
+        paths = write_editions(chapters, args.out, link_siblings=not args.no_links,
+                               languages=tuple(args.language or ("en", *LANGUAGE_SUFFIX)))
     except EditionError as exc:
         print(f"make_notebooks: {exc}", file=sys.stderr)
         return 1

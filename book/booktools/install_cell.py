@@ -67,23 +67,60 @@ def install_cell_source(url: str, branch: str) -> str:
     ])
 
 
-def edition_install_cell_source(url: str, branch: str) -> str:
-    """The install cell of a runner edition (scripts/make_notebooks.py): the chapter's, plus, where
-    the notebook came alone (Colab opens one file, without the repository), a shallow clone of the
-    repository, whose chapters/ becomes the working directory, so that the chapter's `../book`,
-    `../results` and `../benchmarks` resolve as they do in a checkout. Where the package is
-    installed (Binder, `make lab`, nbval) it does nothing, as the chapter's cell does."""
-    name = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
-    return "\n".join([
-        install_cell_source(url, branch),
-        '    if not os.path.isdir("../book"):   # the notebook came alone (Colab): fetch the files it reads',
-        f'        _checkout = os.path.abspath("{name}")',
-        "        if not os.path.isdir(_checkout):",
-        "            import subprocess",
-        f'            subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", "{branch}",',
-        f'                            "{url}", _checkout], check=True)',
-        '        os.chdir(os.path.join(_checkout, "chapters"))',
+def edition_install_cell_source(url: str, ref: str) -> str:
+    """The first cell of a runner edition (booktools.editions). It records the clocks of the chapter's
+    cell; then, where the package is missing, it installs exactly the code the notebook was made
+    from: the repository `url` at the commit `ref` (`booktools.site`: the workflow's own repository
+    and commit). A notebook that came alone (Colab opens one file) fetches that commit first, a
+    shallow fetch, and works in its chapters/ folder, so the chapter's `../book`, `../results`
+    and `../benchmarks` resolve as in a checkout; in a checkout (the editions branch, Binder,
+    `make lab`) it installs from the checkout. Where the package is installed it does nothing.
+    No network, a failed fetch or a failed install is one sentence (`BookSetupError`), not a
+    traceback."""
+    chapter = install_cell_source(url, ref).split("\n")
+    head = chapter[:chapter.index(next(line for line in chapter if line.startswith("if not all(")))]
+    return "\n".join(head + [
+        f'_REPOSITORY, _COMMIT = "{url}", "{ref}"   # the code this notebook was made from',
+        "class BookSetupError(RuntimeError):",
+        '    """Setting up the book failed: said in one sentence (Jupyter shows no traceback for it)."""',
+        "    def _render_traceback_(self):",
+        "        return [str(self)]",
+        "def _run(*command):",
+        "    import subprocess",
+        "    done = subprocess.run(command, capture_output=True, text=True)",
+        "    if done.returncode:",
+        '        said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]',
+        "        raise BookSetupError(f\"{'pip' if command[0] == sys.executable else command[0]} failed: {said}\")",
+        "def _fetch(folder):",
+        '    """The repository at _COMMIT into `folder` (one commit, no history)."""',
+        '    if _REPOSITORY.startswith(("https://", "http://")):',
+        "        import socket, urllib.parse",
+        "        try:",
+        "            socket.create_connection((urllib.parse.urlsplit(_REPOSITORY).hostname, 443), timeout=10).close()",
+        "        except OSError:",
+        "            raise BookSetupError(f\"No network: this notebook installs the book's package from {_REPOSITORY}; \"",
+        '                                 "connect to the internet (in Colab: Runtime, then Reconnect) and run this cell again.") from None',
+        '    _run("git", "init", "--quiet", folder)',
+        '    _run("git", "-C", folder, "fetch", "--quiet", "--depth", "1", _REPOSITORY, _COMMIT)',
+        '    _run("git", "-C", folder, "checkout", "--quiet", "FETCH_HEAD")',
+        '_beside_files = os.path.isdir("../book")   # in a checkout, Binder, `make lab`: the files are there',
+        'if not all(importlib.util.find_spec(m) for m in ("transformer_lib", "booktools", "myst_nb")) or not _beside_files:',
+        f'    _root = os.path.abspath(".." if os.path.isfile("../pyproject.toml") else "{_name(url)}")',
+        '    if not os.path.isfile(os.path.join(_root, "pyproject.toml")):   # alone (Colab): fetch its own commit',
+        "        _fetch(_root)",
+        '    if not all(importlib.util.find_spec(m) for m in ("transformer_lib", "booktools", "myst_nb")):',
+        "        print(f\"Installing transformer_lib (commit {_COMMIT[:12]}) and the book's tools: about a minute ...\")",
+        '        _run(sys.executable, "-m", "pip", "install", "--quiet", f"transformer-lib[viz,data] @ file://{_root}",',
+        '             f"transformer-book-tools @ file://{_root}/book", "myst-nb>=1.1")',
+        "        importlib.invalidate_caches()",
+        "    if not _beside_files:",
+        '        os.chdir(os.path.join(_root, "chapters"))',
     ])
+
+
+def _name(url: str) -> str:
+    """The folder a clone of `url` gets."""
+    return url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
 
 
 def timer_cell_source() -> str:

@@ -9,6 +9,10 @@ The book's workflow publishes them, with the rest of the repository, to the bran
 theme made them, so the repository, edit and issue buttons keep the source branch and the
 repository's address stays set once. A launch URL of a shape this does not know stops the build
 (a theme update must not leave the buttons on the MyST sources unnoticed).
+
+On the pages of an edition in another language (Sphinx's ``language``, e.g. the Chinese one), the
+buttons open that language's runner editions, published beside the English ones as
+``chapters/NN.<suffix>.ipynb`` (`booktools.editions.LANGUAGE_SUFFIX`: ``.zh.ipynb``).
 """
 from __future__ import annotations
 
@@ -23,13 +27,25 @@ LAUNCHERS = {   # the theme's URL shapes (sphinx_book_theme/header_buttons/launc
 }
 
 
-def retarget(url: str, kind: str, source_branch: str, editions_branch: str) -> str:
-    """`url` of a `kind` launch button, moved from `source_branch` to `editions_branch`."""
+def retarget(url: str, kind: str, source_branch: str, editions_branch: str, language: str = "en") -> str:
+    """`url` of a `kind` launch button, moved from `source_branch` to `editions_branch`, and to the
+    runner edition in `language` (a notebook beside the English one)."""
     m = LAUNCHERS[kind].match(url)
     if not m or m["branch"] != source_branch:
         raise ExtensionError(f"launch_editions: unexpected {kind} URL {url!r} (expected the branch "
                              f"{source_branch!r} in it): the theme's launch URLs changed")
-    return m["head"] + editions_branch + m["tail"]
+    tail = m["tail"]
+    if language != "en":
+        from booktools.editions import edition_name
+        path, sep, query = tail.partition("?")
+        if kind == "Binder":   # /v2/gh/o/r/BRANCH?urlpath=lab/tree/chapters/NN.ipynb
+            query = re.sub(r"[^/=]+\.ipynb$", lambda n: edition_name(n.group(0), language), query)
+        else:
+            path = re.sub(r"[^/]+\.ipynb$", lambda n: edition_name(n.group(0), language), path)
+        if (path + sep + query) == tail:
+            raise ExtensionError(f"launch_editions: no notebook in the {kind} URL {url!r}")
+        tail = path + sep + query
+    return m["head"] + editions_branch + tail
 
 
 def _launch_to_editions(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
@@ -37,12 +53,13 @@ def _launch_to_editions(app: Any, pagename: str, templatename: str, context: dic
     if not editions:
         return
     source = app.config.html_theme_options.get("repository_branch") or "master"
+    language = app.config.language or "en"
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
         for button in group.get("buttons", []):
             if button.get("text") in LAUNCHERS and button.get("url"):
-                button["url"] = retarget(button["url"], button["text"], source, editions)
+                button["url"] = retarget(button["url"], button["text"], source, editions, language)
 
 
 def setup(app: Any) -> dict[str, Any]:
