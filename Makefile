@@ -24,6 +24,7 @@ help:
 	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser),"
 	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16, and with plain kernels and 3 threads, runs them"
 	@echo "make lab    open the chapters' runner editions in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...);"
+	@echo "           both languages: NN.ipynb in English, NN.zh.ipynb in Chinese (EDITIONS=zh_CN: only the Chinese ones)"
 	@echo "           LAB_DIR=chapters opens the MyST sources, for editing them"
 	@echo "make pdf    the book as a PDF in each language, into _build/pdf"
 	@echo "make notebooks  write the runner editions (plain notebooks for Colab, Binder, Jupyter) to _build/notebooks"
@@ -108,8 +109,10 @@ translations: $(STAMP)
 # The runner editions: every chapter as a plain notebook (glued values written in, roles as links,
 # hints and solutions in <details>) into _build/notebooks/chapters/, beside links to book/,
 # results/ ... so they read what the chapters read. Rewrites only what changed.
+# Both languages by default: chapters/NN.ipynb and chapters/NN.zh.ipynb; EDITIONS=zh_CN (or en) for one.
+EDITIONS ?=
 notebooks: $(STAMP)
-	$(PY) scripts/make_notebooks.py --out _build/notebooks
+	$(PY) scripts/make_notebooks.py --out _build/notebooks $(foreach l,$(EDITIONS),--language $(l))
 
 # JupyterLab, with jupyterlab-myst rendering MyST in markdown cells. JUPYTER_PATH puts .venv's
 # kernel `python3` (and the widgets extension, jupyterlab_widgets) ahead of any the user has

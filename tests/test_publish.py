@@ -65,6 +65,9 @@ def check_workflow(wf: dict) -> None:
     assert re.search(r"apt-get install\b.*\bchromium\b.*\bnpm\b", runs), "Chromium and npm from apt"
     assert ".ci/run" in runs and "make test" in (ROOT / ".ci" / "run").read_text(), "the test step runs make test"
     assert test["env"]["CI"] == "true", "under CI=true the browser tests fail instead of skipping"
+    # the address setting (booktools.site) from the repository and commit the workflow runs in
+    assert test["env"].get("BOOK_REPOSITORY") == "${{ github.repository }}", "BOOK_REPOSITORY from github.repository"
+    assert test["env"].get("BOOK_REF") == "${{ github.sha }}" and test["env"].get("BOOK_PUBLISH") == "1"
 
     book = [s for s in steps if s.get("run", "").strip() == "make book"]
     upload = [s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact@")]
@@ -87,7 +90,8 @@ def test_workflow_runs_make_test_and_deploys_the_book_from_the_default_branch():
     check_workflow(yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")))
 
 
-@pytest.mark.parametrize("break_it", ["deploy from every branch", "no id-token", "upload another folder", "no tests"])
+@pytest.mark.parametrize("break_it", ["deploy from every branch", "no id-token", "upload another folder", "no tests",
+                                      "no address"])
 def test_workflow_check_catches_a_broken_workflow(break_it):
     """The structure check is not vacuous: each of these mistakes fails it."""
     wf = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
@@ -99,6 +103,8 @@ def test_workflow_check_catches_a_broken_workflow(break_it):
         del wf["jobs"]["deploy"]["permissions"]["id-token"]
     elif break_it == "upload another folder":
         next(s for s in steps if "upload-pages-artifact" in s.get("uses", ""))["with"]["path"] = "_build"
+    elif break_it == "no address":
+        del wf["jobs"]["test"]["env"]["BOOK_REPOSITORY"]
     else:
         wf["jobs"]["test"]["steps"] = [s for s in steps if ".ci/run" not in s.get("run", "")]
     with pytest.raises(AssertionError):
