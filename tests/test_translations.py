@@ -191,8 +191,8 @@ def test_a_pair_of_terms_may_be_shown_by_either_name():
 # ---- the term map: one Chinese word for one idea -------------------------------------------
 @pytest.mark.parametrize("english, drifted, right", [
     ("The decoder stack.", "解码器栈。", "解码器堆叠。"),
-    ("Each BPE piece.", "每个 BPE 片段。", "每个子词。"),
-    ("The post-LN stack.", "post-LN 堆叠。", "后置层归一化堆叠。"),
+    ("Each BPE piece.", "每个 BPE 片段。", "每个 BPE 子词。"),
+    ("The post-LN stack.", "post-LN 堆叠。", "Post-LN 堆叠。"),
     ("Then LayerNorm.", "然后是 LayerNorm。", "然后是层归一化。"),
     ("The positional encoding.", "位置嵌入。", "位置编码。"),
     ("A beam size of 4.", "束大小为 4。", "束宽为 4。"),
@@ -321,7 +321,7 @@ def test_glued_words_follow_the_same_rules(tmp_path, monkeypatch):
 # ---- shape -----------------------------------------------------------------------------------
 def test_paper_quotations_keep_the_english():
     quote = next(q for q in QUOTES if q.startswith("An attention function can be described"))
-    assert _problems(quote, quote + "\\\n注意力函数可以描述为……") == []
+    assert not [p for p in _problems(quote, quote + "\\\n注意力函数可以描述为……") if "quotation" in p]
     assert any("quotation" in p for p in _problems(quote, "注意力函数可以描述为……"))
 
 

@@ -60,12 +60,46 @@ class Idea:
     term: str = ""                     # the glossary entry, if it is one
     introduced: str = ""               # the page that introduces it ("" none: glossed nowhere else)
     reject: tuple[Variant, ...] = ()
+    accept: tuple[str, ...] = ()       # other Chinese that renders it (注意力 inside 自注意力, 多头注意力)
+    unless_near: tuple[re.Pattern[str], ...] = ()   # English beside the word that makes it another thing
+    only_near: tuple[re.Pattern[str], ...] = ()     # a generic word: the idea only beside one of these
+    prose: tuple[str, ...] = ()        # a † name written in English after its introduction (FLOPs)
+
+    def rendered(self, chinese: str, english_word: str = "") -> bool:
+        """Whether `chinese` (a message's Chinese words) holds this idea's word: the one Chinese
+        word, one it accepts, or, for an idea written in English (softmax, GPU), the English word."""
+        words = (*names(self.chinese), *self.accept, *self.prose)
+        if not CJK.search(self.chinese) and english_word:
+            words += (english_word,)
+        low = chinese.lower()
+        return any(w.lower() in low for w in words)
+
+
+@dataclass(frozen=True)
+class Exemption:
+    """A message where an idea's English word is rightly rendered without the idea's Chinese word."""
+    page: str           # "chapters/01_qkv_attention"
+    message: str        # the start of its msgid
+    english: str        # the English word (lower case)
+    reason: str
+
+    def covers(self, page: str, msgid: str, english: str) -> bool:
+        return page == self.page and msgid.startswith(self.message) and english.lower() in plurals(self.english)
 
 
 @dataclass(frozen=True)
 class TermMap:
     ideas: tuple[Idea, ...]
     note: dict[str, str] = field(default_factory=dict)   # the "Running this chapter" note's Chinese
+    exemptions: tuple[Exemption, ...] = ()
+
+    @functools.cached_property
+    def patterns(self) -> list[tuple[Idea, re.Pattern[str]]]:
+        """Each English word of each idea as a pattern that finds it (and its plurals) as a word,
+        longest first, so that "multi-head attention" is found before "attention"."""
+        words = sorted({(w, i) for i, idea in enumerate(self.ideas) for w in idea.english},
+                       key=lambda wi: (-len(wi[0]), wi[0]))
+        return [(self.ideas[i], english_pattern(w)) for w, i in words]
 
     @functools.cached_property
     def by_english(self) -> dict[str, Idea]:
@@ -97,6 +131,14 @@ def plurals(word: str) -> set[str]:
     return forms
 
 
+def names(chinese: str) -> tuple[str, ...]:
+    """The words of an idea's Chinese: itself, and for a pair ("后置/前置层归一化") each of the two."""
+    if "/" not in chinese or not CJK.search(chinese):
+        return (chinese,)
+    first, last = chinese.split("/", 1)
+    return (chinese, first + last[len(first):], last)
+
+
 def _variant(raw: Any) -> Variant:
     if isinstance(raw, str):
         return Variant(re.compile(raw))
@@ -110,7 +152,11 @@ def _idea(raw: dict[str, Any], introduced: dict[str, str]) -> Idea:
     term = str(raw.get("term", ""))
     page = str(raw.get("introduced", "")) or introduced.get(term.lower(), "")
     return Idea(term or str(raw.get("idea", "")), tuple(str(e).lower() for e in raw.get("english", ())),
-                str(raw["chinese"]), term, page, tuple(_variant(v) for v in raw.get("reject", ())))
+                str(raw["chinese"]), term, page, tuple(_variant(v) for v in raw.get("reject", ())),
+                tuple(str(a) for a in raw.get("accept", ())),
+                tuple(re.compile(u, re.I) for u in raw.get("unless_near", ())),
+                tuple(re.compile(u, re.I) for u in raw.get("only_near", ())),
+                tuple(str(w) for w in raw.get("prose", ())))
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,7 +166,9 @@ def term_map(path: Path = TERM_MAP) -> TermMap:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     introduced = introductions()
     return TermMap(tuple(_idea(raw, introduced) for raw in data["ideas"]),
-                   {k: str(v) for k, v in (data.get("note") or {}).items()})
+                   {k: str(v) for k, v in (data.get("note") or {}).items()},
+                   tuple(Exemption(str(e["page"]), str(e["message"]), str(e["english"]).lower(), str(e["reason"]))
+                         for e in data.get("exemptions") or ()))
 
 
 # ---- where a term is introduced -------------------------------------------------------------
@@ -178,6 +226,12 @@ def drift(ideas: TermMap, english: str, prose: str, page: str) -> list[str]:
     """The rejected variants in `prose` (a message's Chinese words), each as a problem to print."""
     found = []
     for idea in ideas.ideas:
+        if idea.prose and page not in (idea.introduced, GLOSSARY_PAGE):
+            for name in sorted(names(idea.chinese), key=len, reverse=True):
+                if name in prose:
+                    found.append(f"term map: {name!r} for {idea.name!r}: write {' / '.join(idea.prose)} "
+                                 f"(the Chinese name only on {idea.introduced}, which introduces it, and in the glossary)")
+                    break
         for variant in idea.reject:
             hit = variant.word.search(prose)
             if hit and page == GLOSSARY_PAGE and any(hit.group(0).lower() in plurals(e) for e in idea.english):
@@ -186,6 +240,91 @@ def drift(ideas: TermMap, english: str, prose: str, page: str) -> list[str]:
                 instead = variant.say or idea.chinese
                 found.append(f"term map: {hit.group(0)!r} for {idea.name!r}: write {instead}")
     return found
+
+
+# ---- the positive rule: an English word asks for its Chinese word --------------------------------
+
+def english_pattern(word: str) -> re.Pattern[str]:
+    """`word` (and its plurals) as a whole word of English prose, any case: not part of a longer
+    word or of a hyphenated one ("attention" is not found in "self-attention", "head" not in
+    "multi-head"), a space matching any run of spaces."""
+    forms = sorted(plurals(word), key=len, reverse=True)
+    body = "|".join(re.escape(f).replace(r"\ ", r"\s+") for f in forms)
+    return re.compile(rf"(?<![A-Za-z0-9_\-–\[])(?:{body})(?![A-Za-z0-9_\]]|[-–][A-Za-z])", re.I)
+
+
+# Where a clause ends: a sentence's end, a semicolon, a colon, a comma, a dash, a parenthesis.
+CLAUSE_END = re.compile(r"[.!?](?=\s|$)|[;:,()—]|\s[–-]\s")
+
+
+def clause(text: str, start: int, end: int) -> str:
+    """The clause of `text` that holds `text[start:end]`: from the punctuation before it to the
+    punctuation after it (a full stop, a semicolon, a colon, a comma, a dash or a parenthesis). This
+    is "near the word": the context that makes an English word something else is judged here only."""
+    before = [m.end() for m in CLAUSE_END.finditer(text, 0, start)]
+    after = CLAUSE_END.search(text, end)
+    return text[(before[-1] if before else 0):(after.start() if after else len(text))]
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    idea: Idea
+    word: str           # as the English writes it
+    near: str           # its clause
+
+
+def occurrences(ideas: TermMap, english: str) -> list[Occurrence]:
+    """Each word of the term map in `english` (a message's words), the longest first: a word inside
+    a longer one that was found ("attention" in "multi-head attention") is that longer word's."""
+    taken: list[tuple[int, int]] = []
+    found = []
+    for idea, pattern in ideas.patterns:
+        for m in pattern.finditer(english):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            found.append((m.start(), Occurrence(idea, m.group(0), clause(english, m.start(), m.end()))))
+    return [o for _, o in sorted(found, key=lambda x: x[0])]
+
+
+def unrendered(ideas: TermMap, english: str, chinese: str, page: str, msgid: str,
+               used: Optional[set[Exemption]] = None) -> list[str]:
+    """The positive rule: each idea's English word in `english` (a message's words, code and roles
+    aside, a {term}'s display kept) asks for the idea's Chinese word in `chinese`, unless one of the
+    idea's `unless_near` contexts is in the clause that holds the word, or the message is exempt."""
+    problems, reported = [], set()
+    for occ in occurrences(ideas, english):
+        if occ.idea.name in reported or occ.idea.rendered(chinese, occ.word):
+            continue
+        if any(u.search(occ.near) for u in occ.idea.unless_near):
+            continue
+        if occ.idea.only_near and not any(u.search(occ.near) for u in occ.idea.only_near):
+            continue
+        exempt = next((e for e in ideas.exemptions if e.covers(page, msgid, occ.word)), None)
+        if exempt is not None:
+            if used is not None:
+                used.add(exempt)
+            continue
+        reported.add(occ.idea.name)
+        problems.append(f"term map: the English says {occ.word!r} ({occ.idea.name}) and the Chinese lacks "
+                        f"its word: write {occ.idea.chinese}")
+    return problems
+
+
+def english_in_chinese(ideas: TermMap, chinese: str, page: str = "", msgid: str = "",
+                       used: Optional[set[Exemption]] = None) -> list[str]:
+    """English words of an idea whose Chinese word is Chinese, left in Chinese prose ("self-attention"
+    in a Chinese sentence), unless the message is exempt for that word."""
+    problems = []
+    for occ in occurrences(ideas, chinese):
+        if CJK.search(occ.idea.chinese) and not any(occ.word.lower() == w.lower() for w in occ.idea.prose):
+            exempt = next((e for e in ideas.exemptions if e.covers(page, msgid, occ.word)), None)
+            if exempt is not None:
+                if used is not None:
+                    used.add(exempt)
+                continue
+            problems.append(f"term map: English {occ.word!r} in the Chinese: write {occ.idea.chinese}")
+    return problems
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,8 @@ LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 GLUED = ROOT / "locales" / "zh_CN" / "glued_values.po"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A number written in digits; not the digit inside a word ("seq2seq"), but a word's trailing digits ("float32").
+NUMBER = re.compile(r"(?<![A-Za-z])\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*(?![A-Za-z\d])")
 BLOCK_START = re.compile(r"^(?:[-*+]\s|>|#{1,6}\s|\d+[.)]\s)")
 KEPT_ROLES = ("glue", "cite", "doc", "ref", "numref", "eq", "download", "math")
 
@@ -185,6 +186,20 @@ def prose(found: list[myst.Piece]) -> str:
     return marked_prose(found)[0]
 
 
+def reading(found: list[myst.Piece]) -> str:
+    """The words of a message as the reader reads them: its prose, with each {term} role as the
+    words it shows and every other role, formula and code span as 〇 (the positive rule's text)."""
+    words, text = {id(p) for p in _words(found)}, ""
+    for p in found:
+        if id(p) in words:
+            text += p.content
+        elif p.kind == "role" and p.name == "term":
+            text += myst.titled(p.content)[0]
+        elif p.kind in ("role", "math", "code"):
+            text += "〇"
+    return text
+
+
 def _roles(text: str) -> list[tuple[str, str]]:
     """(name, content) of every role of `text`."""
     return [(p.name, p.content) for p in myst.roles(text)]
@@ -251,6 +266,7 @@ class Book:
     index: dict[str, Term]
     quotes: set[str]
     ideas: terms.TermMap
+    exempted: set[terms.Exemption] = field(default_factory=set)   # the exemptions messages used
 
 
 @functools.lru_cache(maxsize=None)
@@ -314,7 +330,8 @@ def _term_roles(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> 
         if term is None:
             problems.append(f"{{term}} target {target!r} is not in the glossary")
             continue
-        if display not in chinese_names(term):
+        idea = book.ideas.of_term(term)
+        if display not in chinese_names(term) and not (idea and display in idea.prose):
             problems.append(f"{{term}}`{found[i].content}`: shows {display!r}, the glossary says {term.chinese!r}")
         first_here, idea = term not in page.seen, book.ideas.of_term(term)
         page.seen.add(term)
@@ -377,6 +394,11 @@ COMPARATIVE = re.compile(r"(?:快|慢|(?<!大)大(?!约)|小|(?<!差不)(?<![最
                          r"(?:\s*(?:到|至|~|～|–|-)\s*[\d.,〇⁰¹²³⁴⁵⁶⁷⁸⁹一二三四五六七八九十百千两几]+)?\s*倍")
 ENGLISH_NUMBER_WORD = re.compile(r"(?i)(?<![a-z])(million|billion)s?(?![a-z])")
 UNTITLED_REFERENCE = ("doc", "ref", "numref")
+# The glossary's "† Usually written in English: NAME." names the English word: no idea's use of it.
+USUALLY_ENGLISH_EN = re.compile(r"†\s*\*?Usually written in English:\*?\s*[^.]*\.")
+USUALLY_ENGLISH_ZH = re.compile(r"†\s*\*?中文通常直接写英文：\*?\s*[^。]*。")
+# The paper's title names no idea ("Attention Is All You Need" is not the Attention of the term map).
+TITLE = re.compile(r"\*?Attention Is All You Need\*?")
 QUOTED_ENGLISH = re.compile(r'"[^"\u4e00-\u9fff]*"|“[^”\u4e00-\u9fff]*”')   # a quotation kept in English
 
 
@@ -384,6 +406,11 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
     """The term map's words, 万 and 亿, X 倍 that reads one way only, a page title not glued to Chinese."""
     text = QUOTED_ENGLISH.sub("", terms.GLOSS.sub("", prose(found)))
     problems = terms.drift(book.ideas, msgid, text, page.name)
+    problems += terms.english_in_chinese(book.ideas, TITLE.sub("", USUALLY_ENGLISH_ZH.sub("", text)),
+                                         page.name, msgid, book.exempted)
+    english = TITLE.sub("", USUALLY_ENGLISH_EN.sub("", reading(pieces(msgid))))
+    chinese = USUALLY_ENGLISH_ZH.sub("", reading(found))
+    problems += terms.unrendered(book.ideas, english, chinese, page.name, msgid, book.exempted)
     if re.search(r"\d\s*百万", text):
         problems.append("numbers: write 万 or 亿 (450 万, 2 亿), not 百万")
     if ENGLISH_NUMBER_WORD.search(text):
