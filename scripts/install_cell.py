@@ -1,10 +1,11 @@
 """The two hidden cells every chapter has, written from one place.
 
-The command line of `booktools.install_cell` (book/booktools/install_cell.py), where its documentation is.
+`booktools install-cell` (book/booktools/cli.py), the command line of `booktools.install_cell`
+(book/booktools/install_cell.py), where its documentation is.
 """
 import sys
 
-from booktools.install_cell import main
+from booktools.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(["install-cell", *sys.argv[1:]]))

@@ -1,10 +1,11 @@
 """Author chapters as plain text, keep them as notebooks.
 
-The command line of `booktools.nbpercent` (book/booktools/nbpercent.py), where its documentation is.
+`booktools nbpercent` (book/booktools/cli.py), the command line of `booktools.nbpercent`
+(book/booktools/nbpercent.py), where its documentation is.
 """
 import sys
 
-from booktools.nbpercent import main
+from booktools.cli import main
 
 if __name__ == "__main__":
-    main(sys.argv)
+    sys.exit(main(["nbpercent", *sys.argv[1:]]))

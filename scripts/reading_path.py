@@ -1,8 +1,11 @@
 """The reading path of every chapter: the code a reader sees, and what is folded away.
 
-The command line of `booktools.reading_path` (book/booktools/reading_path.py), where its documentation is.
+`booktools reading-path` (book/booktools/cli.py), the command line of `booktools.reading_path`
+(book/booktools/reading_path.py), where its documentation is.
 """
-from booktools.reading_path import main
+import sys
+
+from booktools.cli import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(["reading-path", *sys.argv[1:]]))

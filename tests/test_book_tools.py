@@ -8,8 +8,13 @@ before it fails in the Chinese build.
 """
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.metadata
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +25,11 @@ from conftest import ROOT
 # ------------------------------------------------------------------ the pinned toolchain
 
 TOOLCHAIN = ("sphinx", "myst-nb", "myst-parser", "markdown-it-py", "mdit-py-plugins", "sphinx-book-theme",
-             "pydata-sphinx-theme", "sphinx-external-toc", "jupyter-book")
+             "pydata-sphinx-theme", "sphinx-external-toc", "jupyter-book", "sphinxcontrib-bibtex",
+             # what the tools import themselves, and jupyter-book's Sphinx plug-ins
+             "docutils", "pyyaml", "pybtex", "pybtex-docutils", "linkify-it-py", "sphinx-comments",
+             "sphinx-copybutton", "sphinx-design", "sphinx-jupyterbook-latex", "sphinx-multitoc-numbering",
+             "sphinx-thebe", "sphinx-togglebutton")
 
 
 def _pins() -> dict[str, str]:
@@ -106,3 +115,126 @@ def test_no_tool_finds_another_through_sys_path():
     found = [f for f in tracked if f.endswith((".py", ".ipynb", ".md", ".sh", ".yml", ".cfg", ".toml"))
              and mark in (ROOT / f).read_text(encoding="utf-8", errors="replace")]
     assert not found, f"sys.path edited in: {found}"
+
+
+# ------------------------------------------------------------------ one command, one reader of the book's files
+
+def _dependencies() -> set[str]:
+    text = (ROOT / "book" / "pyproject.toml").read_text(encoding="utf-8")
+    block = re.search(r"^dependencies = \[(.*?)^\]", text, re.M | re.S)
+    assert block, "book/pyproject.toml declares no dependencies"
+    return {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() for d in re.findall(r'"([^"]+)"', block[1])}
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    """Each distribution the tools import, with the modules that import it (booktools/ and its ext/)."""
+    distributions = importlib.metadata.packages_distributions()
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "book" / "booktools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in ("booktools", "__future__"):
+                    continue
+                for dist in distributions.get(top, [top]):
+                    found.setdefault(dist.lower(), set()).add(path.name)
+    return found
+
+
+def test_every_import_of_the_tools_is_declared_and_pinned():
+    declared, pins = _dependencies(), _pins()
+    for dist, modules in _third_party_imports().items():
+        assert dist in declared, f"booktools imports {dist} ({sorted(modules)}): declare it in book/pyproject.toml"
+    for dist in declared:
+        assert dist in pins, f"book/pyproject.toml declares {dist}: pin it in requirements.txt (==)"
+
+
+def test_every_sphinx_plugin_of_jupyter_book_is_pinned():
+    pins = _pins()
+    for requirement in importlib.metadata.requires("jupyter-book") or []:
+        name = re.split(r"[<>=!~ ;\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        if "extra ==" not in requirement and name.startswith(("sphinx", "myst")):
+            assert name in pins, f"jupyter-book loads {name}: pin it in requirements.txt like the rest"
+
+
+def test_booktools_help_lists_every_subcommand():
+    """The console script `make venv` installs, and `python -m booktools`, list the same subcommands."""
+    from booktools import cli
+    assert {"build", "editions", "translations", "execute", "pdf"} <= set(cli.COMMANDS)
+    script = Path(sys.executable).with_name("booktools")
+    assert script.is_file(), "no `booktools` console script: `make venv` (pip install -e book)"
+    for command in ([str(script), "--help"], [sys.executable, "-m", "booktools", "--help"]):
+        out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        listed = re.findall(r"^    (\S+)", out.stdout, re.M)
+        assert listed == list(cli.COMMANDS), (command, out.stdout)
+    wrong = subprocess.run([str(script), "nothing"], capture_output=True, text=True, cwd=ROOT)
+    assert wrong.returncode == 2 and "unknown subcommand 'nothing'" in wrong.stderr
+
+
+def test_each_subcommand_runs_its_module_command_line():
+    """`booktools execute --check` is `booktools.execute`'s command line; each module has a main."""
+    from booktools import cli
+    for name, command in cli.COMMANDS.items():
+        assert callable(getattr(importlib.import_module(f"booktools.{command.module}"), "main", None)), name
+    out = subprocess.run([sys.executable, "-m", "booktools", "execute", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("usage: booktools execute"), out.stdout
+
+
+# Thin scripts whose owners have yet to switch them to booktools.cli (each a one-line change).
+SCRIPTS_PENDING = {"build_book.py", "make_pdf.py", "check_translations.py"}
+
+
+def _thin_scripts() -> list[str]:
+    """The scripts in scripts/ that only hand their arguments to a booktools command line."""
+    return sorted(p.name for p in (ROOT / "scripts").glob("*.py")
+                  if re.search(r"^from booktools(\.\w+)? import main$", p.read_text(encoding="utf-8"), re.M))
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="owner to switch"))
+                                    if s in SCRIPTS_PENDING else s for s in _thin_scripts()])
+def test_each_thin_script_calls_booktools_one_way(script):
+    from booktools import cli
+    text = (ROOT / "scripts" / script).read_text(encoding="utf-8")
+    call = re.search(r'^from booktools\.cli import main\n\nif __name__ == "__main__":\n'
+                     r'    sys\.exit\(main\(\["([\w-]+)", \*sys\.argv\[1:\]\]\)\)\n\Z', text, re.M)
+    assert call, f"scripts/{script}: call booktools one way: sys.exit(main([SUBCOMMAND, *sys.argv[1:]])) from booktools.cli"
+    assert cli.COMMANDS[call[1]].script == script, (script, call[1])
+
+
+# Modules whose owners have yet to read _config.yml / _toc.yml through booktools.config.
+CONFIG_PENDING = {"build.py", "install_cell.py", "myst.py", "pdf.py", "site.py", "terms.py"}
+
+
+def _reads_book_files(path: Path) -> bool:
+    """Whether a module parses YAML and names _config.yml or _toc.yml in its code (not its docstrings)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    names = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+                and re.search(r"(^|/)_(config|toc)\.yml$", n.value) for n in ast.walk(tree))
+    parses = any(isinstance(n, ast.Attribute) and n.attr in ("safe_load", "load", "full_load") for n in ast.walk(tree))
+    return names and parses
+
+
+@pytest.mark.parametrize("module", [
+    pytest.param(p.name, marks=pytest.mark.xfail(strict=True, reason="owner to switch")) if p.name in CONFIG_PENDING
+    else p.name for p in sorted((ROOT / "book" / "booktools").glob("*.py")) if p.name != "config.py"])
+def test_the_books_yaml_files_are_read_in_one_module(module):
+    assert not _reads_book_files(ROOT / "book" / "booktools" / module), (
+        f"booktools/{module} parses _config.yml or _toc.yml itself: use booktools.config")
+
+
+def test_config_reads_the_books_files():
+    from booktools import config
+    assert config.root_page() == "book/intro" and config.pages()[0] == "book/intro"
+    assert "chapters/01_qkv_attention" in config.pages() and config.language_editions()["en"] == ""
+    assert "dollarmath" in config.myst_extensions() and config.repository_settings()["url"]
+    settings = config.config()
+    settings["title"] = "changed"                 # a caller's change stays its own
+    assert config.config()["title"] != "changed"
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        config.config(ROOT / "nothing.yml")

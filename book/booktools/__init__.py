@@ -3,6 +3,8 @@
 `transformer_lib` is what a reader imports; `booktools` is what makes the book from it. It is
 installed with the project (`make venv`: ``pip install -e book``) and never published.
 
+- `cli`: the `booktools` command, each tool below a subcommand (`booktools --help`).
+- `config`: the one reader of the book's `_config.yml` and `_toc.yml`.
 - `myst`: the one reader of the chapters' MyST (markdown-it-py with MyST-Parser's own plugins):
   roles, directives, maths and code spans, as the book's renderer sees them.
 - `glossary`: the glossary's terms; `glue`: the values the chapters glue into their prose.
@@ -17,5 +19,5 @@ installed with the project (`make venv`: ``pip install -e book``) and never publ
   benchmarks, the GPU check and chapter 11b.
 - `ext`: the Sphinx extensions of the build.
 
-The command lines in `scripts/` are thin wrappers over these modules.
+The command lines in `scripts/` are thin wrappers over `booktools`' subcommands.
 """
