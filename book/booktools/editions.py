@@ -43,14 +43,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import nbformat
-import yaml
 from markdown_it.token import Token
 
 from booktools.paths import ROOT
 from booktools import glossary, myst
 from booktools.glossary import GLOSSARY
 from booktools.glue import Glue, GlueError, glue_text
-from booktools import site
+from booktools import config, site
 from booktools.install_cell import INSTALL_MARK, edition_install_cell_source
 
 OUT = ROOT / "_build" / "notebooks"
@@ -80,7 +79,7 @@ def book_url(language: str = "en") -> str:
     base = site.site_url()
     if language == "en":
         return base
-    folders = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["language_editions"]
+    folders = config.language_editions()
     return base + folders[language].strip("/") + "/"
 
 
