@@ -267,6 +267,12 @@ class Book:
     quotes: set[str]
     ideas: terms.TermMap
     exempted: set[terms.Exemption] = field(default_factory=set)   # the exemptions messages used
+    # each English sentence quoted from a paper (a block quote's, or a short quotation's "original"):
+    # its Chinese renderings, each with the pages that write it
+    quoted: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+
+    def quote(self, english: str, chinese: str, page: str) -> None:
+        self.quoted.setdefault(english.strip(), {}).setdefault(chinese.strip(), set()).add(page)
 
 
 @functools.lru_cache(maxsize=None)
@@ -411,6 +417,8 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
     english = TITLE.sub("", USUALLY_ENGLISH_EN.sub("", reading(pieces(msgid))))
     chinese = USUALLY_ENGLISH_ZH.sub("", reading(found))
     problems += terms.unrendered(book.ideas, english, chinese, page.name, msgid, book.exempted)
+    if re.search(r"——(?:§|〇)", text) and re.search(r"——(?:§|\{cite)", as_written(found)):
+        problems.append("an attribution: a space after the dash, '—— §3.2' or '—— {cite:t}`…`'")
     if re.search(r"\d\s*百万", text):
         problems.append("numbers: write 万 or 亿 (450 万, 2 亿), not 百万")
     if ENGLISH_NUMBER_WORD.search(text):
@@ -425,6 +433,11 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
             if CJK.match(before) or CJK.match(after):
                 problems.append(f"{p.source} shows the page's title: a space between it and the Chinese beside it")
     return problems
+
+
+def as_written(found: list[myst.Piece]) -> str:
+    """The Chinese as written (roles and all), from its pieces."""
+    return "".join(p.source if p.kind != "text" else p.content for p in found)
 
 
 def _note_problems(msgid: str, msgstr: str, note: dict[str, str]) -> list[str]:
@@ -442,6 +455,41 @@ def _note_problems(msgid: str, msgstr: str, note: dict[str, str]) -> list[str]:
     return []
 
 
+SENTENCE_EN = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\[(?:\.\.\.|…)\]\s*")
+SENTENCE_ZH = re.compile(r"(?<=[。！？])\s*|\s*\[(?:……|…|\.\.\.)\]\s*")
+INLINE_QUOTE = re.compile(r'“([^”]+)”[（(]"([^"]+)"[）)]')
+
+
+def _quotations(msgid: str, msgstr: str, book: Book, page: Page) -> None:
+    """Record what the message quotes: a paper's block quote sentence by sentence (where the English
+    and the Chinese have as many sentences), and each short quotation “中文”（"English"）."""
+    if msgid in book.quotes and msgstr.startswith(msgid + "\\\n"):
+        english = [t for t in SENTENCE_EN.split(msgid) if t.strip()]
+        chinese = [t for t in SENTENCE_ZH.split(msgstr[len(msgid) + 2:]) if t.strip()]
+        if len(english) == len(chinese):
+            for en, zh in zip(english, chinese):
+                book.quote(en, zh, page.name)
+    for m in INLINE_QUOTE.finditer(msgstr):
+        book.quote(m.group(2).rstrip(".,;:"), m.group(1).rstrip("。，；："), page.name)
+
+
+def quotation_problems(book: Book) -> list[Problem]:
+    """A sentence quoted twice is rendered one way: each English sentence the catalogues quote has one
+    Chinese rendering (checked once all catalogues are read)."""
+    problems = []
+    for english, renderings in sorted(book.quoted.items()):
+        if len(renderings) > 1:
+            ways = "; ".join(f"{zh!r} ({', '.join(sorted(pages))})" for zh, pages in sorted(renderings.items()))
+            problems.append(Problem("quotations", english, f"a sentence quoted twice, rendered {len(renderings)} ways: {ways}"))
+    return problems
+
+
+def exemption_problems(book: Book) -> list[Problem]:
+    """An exemption of the term map that no message needed (checked once all catalogues are read)."""
+    return [Problem(f"{e.page}.po", e.message, f"term map: the exemption for {e.english!r} is not needed any more: "
+                    "delete it from locales/zh_CN/terms.yaml") for e in book.ideas.exemptions if e not in book.exempted]
+
+
 def check_message(msgid: str, msgstr: str, book: Book, page: Page) -> list[Problem]:
     """The problems of one translated message of `page`, which collects what the page's messages do."""
     text, whats = _structure(msgid, msgstr, book.quotes)
@@ -451,6 +499,7 @@ def check_message(msgid: str, msgstr: str, book: Book, page: Page) -> list[Probl
     if msgstr != msgid:                    # a glossary's term line, a formula: nothing to word
         whats += _gloss_problems(msgid, found, book, page)
         whats += _wording(msgid, found, book, page)
+        _quotations(msgid, msgstr, book, page)
     whats += _note_problems(msgid, msgstr, book.ideas.note)
     return [Problem(page.name + ".po" if page.name != "glued_values" else "glued_values.po", msgid, w)
             for w in whats]
@@ -538,6 +587,11 @@ def main(argv: list[str] | None = None) -> int:
     if glued:
         problems, done, total = check_glued(the_book)
         failed += _report(problems, f"glued_values.po: {done}/{total} glued texts translated")
+    if not args.catalogues:            # the whole book read: what only the whole book shows
+        exemptions = the_book.ideas.exemptions
+        failed += _report(quotation_problems(the_book) + exemption_problems(the_book),
+                          f"term map: {len(exemptions)} exemptions listed, {len(the_book.exempted)} used; "
+                          f"{len(the_book.quoted)} quoted sentences")
     return 1 if failed else 0
 
 
