@@ -345,3 +345,36 @@ def test_package_metadata_links_follow_the_setting(tmp_path):
         urls = re.findall(r"^Project-URL: (.*)$", meta, re.M)
         assert ("Source, " + expected in urls) if expected else urls == [], urls
         assert "OWNER" not in meta
+
+
+def test_the_build_takes_the_address_from_the_setting(tmp_path, monkeypatch):
+    """booktools.ext.site_address: the theme's repository (its buttons) and the canonical base from
+    the setting; a publishing build without it stops by name; downloadable notebooks install from it."""
+    from types import SimpleNamespace
+    from sphinx.errors import ConfigError
+    from booktools.ext import site_address
+
+    def config(language=None):
+        return SimpleNamespace(html_theme_options={"repository_url": "https://github.com/OWNER/the-transformer-built",
+                                                   "repository_branch": "main"},
+                               html_baseurl="", language=language, language_editions={"en": "", "zh_CN": "zh"})
+    app = SimpleNamespace()
+    monkeypatch.setenv("BOOK_REPOSITORY", "alice/the-transformer-built")
+    for language, base in ((None, ""), ("zh_CN", "zh/")):
+        cfg = config(language)
+        site_address._set_address(app, cfg)
+        assert cfg.html_theme_options["repository_url"] == "https://github.com/alice/the-transformer-built"
+        assert cfg.html_baseurl == "https://alice.github.io/the-transformer-built/" + base
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(install_cell.install_cell_source(
+        "https://github.com/OWNER/the-transformer-built", "main"))])
+    (tmp_path / "_sources" / "chapters").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "_sources" / "chapters" / "01.ipynb")
+    site_address._downloads(SimpleNamespace(outdir=str(tmp_path), builder=SimpleNamespace(format="html"),
+                                            env_site_repository=app.env_site_repository), None)
+    text = (tmp_path / "_sources" / "chapters" / "01.ipynb").read_text()
+    assert "OWNER" not in text and "git+https://github.com/alice/the-transformer-built@main" in text
+    monkeypatch.delenv("BOOK_REPOSITORY")
+    monkeypatch.setenv("BOOK_PUBLISH", "1")
+    monkeypatch.setattr(site, "_remote", lambda: "")
+    with pytest.raises(ConfigError, match="BOOK_REPOSITORY"):
+        site_address._set_address(app, config())

@@ -399,6 +399,8 @@ def edition(path: Path, base: Optional[str] = None, repo: Optional[tuple[str, st
     base = base or book_url(language)
     url, commit = repo or repository()
     glue, tr = Glue(nb, path), messages(path, language)
+    uses_tools = any(c.cell_type == "code" and re.search(r"^\s*(from|import) booktools\b", c.source, re.M)
+                     for c in nb.cells)
     ed = copy.deepcopy(nb)
     for cell in ed.cells:
         if cell.cell_type == "markdown":
@@ -411,7 +413,7 @@ def edition(path: Path, base: Optional[str] = None, repo: Optional[tuple[str, st
                 cell.pop("attachments", None)
         elif cell.cell_type == "code":
             if INSTALL_MARK in cell.source:
-                cell.source = edition_install_cell_source(url, commit)
+                cell.source = edition_install_cell_source(url, commit, tools=uses_tools)
             if cell.metadata.get("jupyter", {}).get("source_hidden"):
                 cell.metadata["cellView"] = "form"   # Colab's fold for a code cell
     ed.metadata["colab"] = {"name": edition_name(path.name, language), "provenance": []}

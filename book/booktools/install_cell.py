@@ -67,7 +67,7 @@ def install_cell_source(url: str, branch: str) -> str:
     ])
 
 
-def edition_install_cell_source(url: str, ref: str) -> str:
+def edition_install_cell_source(url: str, ref: str, tools: bool = True) -> str:
     """The first cell of a runner edition (booktools.editions). It records the clocks of the chapter's
     cell; then, where the package is missing, it installs exactly the code the notebook was made
     from: the repository `url` at the commit `ref` (`booktools.site`: the workflow's own repository
@@ -76,7 +76,10 @@ def edition_install_cell_source(url: str, ref: str) -> str:
     and `../benchmarks` resolve as in a checkout; in a checkout (the editions branch, Binder,
     `make lab`) it installs from the checkout. Where the package is installed it does nothing.
     No network, a failed fetch or a failed install is one sentence (`BookSetupError`), not a
-    traceback."""
+    traceback. The book's tools (`booktools`: the diagrams) are installed only where the chapter
+    imports them (`tools`)."""
+    needs = '("transformer_lib", "booktools", "myst_nb")' if tools else '("transformer_lib", "myst_nb")'
+    tools_arg = ' f"transformer-book-tools @ file://{_root}/book",' if tools else ""
     chapter = install_cell_source(url, ref).split("\n")
     head = chapter[:chapter.index(next(line for line in chapter if line.startswith("if not all(")))]
     return "\n".join(head + [
@@ -104,14 +107,14 @@ def edition_install_cell_source(url: str, ref: str) -> str:
         '    _run("git", "-C", folder, "fetch", "--quiet", "--depth", "1", _REPOSITORY, _COMMIT)',
         '    _run("git", "-C", folder, "checkout", "--quiet", "FETCH_HEAD")',
         '_beside_files = os.path.isdir("../book")   # in a checkout, Binder, `make lab`: the files are there',
-        'if not all(importlib.util.find_spec(m) for m in ("transformer_lib", "booktools", "myst_nb")) or not _beside_files:',
+        f'if not all(importlib.util.find_spec(m) for m in {needs}) or not _beside_files:',
         f'    _root = os.path.abspath(".." if os.path.isfile("../pyproject.toml") else "{_name(url)}")',
         '    if not os.path.isfile(os.path.join(_root, "pyproject.toml")):   # alone (Colab): fetch its own commit',
         "        _fetch(_root)",
-        '    if not all(importlib.util.find_spec(m) for m in ("transformer_lib", "booktools", "myst_nb")):',
-        "        print(f\"Installing transformer_lib (commit {_COMMIT[:12]}) and the book's tools: about a minute ...\")",
+        f'    if not all(importlib.util.find_spec(m) for m in {needs}):',
+        '        print(f"Installing transformer_lib (commit {_COMMIT[:12]}): about a minute ...")',
         '        _run(sys.executable, "-m", "pip", "install", "--quiet", f"transformer-lib[viz,data] @ file://{_root}",',
-        '             f"transformer-book-tools @ file://{_root}/book", "myst-nb>=1.1")',
+        f'            {tools_arg} "myst-nb>=1.1")',
         "        importlib.invalidate_caches()",
         "    if not _beside_files:",
         '        os.chdir(os.path.join(_root, "chapters"))',
