@@ -268,3 +268,26 @@ def test_the_hidden_cells_note_each_thread_count_with_its_part_and_the_training(
     finally:
         torch.set_num_threads(threads)
         InteractiveShell.clear_instance()
+
+
+def test_the_quick_tier_runs_the_changed_chapters_and_their_readers(tmp_path):
+    """`booktools execute --changed` (make test-quick): a chapter that differs from the commit, every
+    chapter that reads from it, and a chapter the staleness check names; nothing when nothing changed."""
+    root = _copy(tmp_path)
+    shutil.copy(ROOT / "chapters" / "01_qkv_attention.ipynb", root / "chapters")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "chapters"], check=True)
+    assert ex.changed_chapters(root) == []
+    (root / RUN_WRITER).write_text((root / RUN_WRITER).read_text() + "\n")
+    assert ex.changed_chapters(root) == [RUN_WRITER, *RUN_READERS]
+    subprocess.run(git + ["commit", "-q", "-am", "11b"], check=True)
+    assert ex.changed_chapters(root) == [] and ex.changed_chapters(root, "HEAD~1") == [RUN_WRITER, *RUN_READERS]
+    (root / "chapters" / "new.ipynb").write_text((root / "chapters" / "01_qkv_attention.ipynb").read_text())
+    assert ex.changed_chapters(root) == ["chapters/new.ipynb"]                 # an untracked chapter
+    (root / "chapters" / "new.ipynb").unlink()
+    _edit_record(root / RUN_READERS[1], "recorded", RUN_SUMMARY)                 # stale, and changed
+    assert ex.changed_chapters(root) == [RUN_READERS[1]]
+    with pytest.raises(ValueError, match="bad revision"):
+        ex.changed_chapters(root, "no-such-commit")

@@ -3,6 +3,7 @@
     python scripts/execute.py chapters/01_qkv_attention.ipynb [more.ipynb ...]
     python scripts/execute.py --check                 # the chapters whose recorded inputs changed since
     python scripts/execute.py --makefile FILE [--since chapters/XX.ipynb]
+    python scripts/execute.py --changed [BASE]        # the chapters make test-quick runs under nbval
 
 Each notebook runs with its own folder as the working directory, stores widget state
 (so the HTML book can show the widgets) and fails loudly on the first error, except in
@@ -47,6 +48,7 @@ import argparse
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -156,6 +158,31 @@ def stale(root: Path = ROOT) -> list[str]:
     return problems
 
 
+def _git_lines(root: Path, *args: str) -> list[str]:
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ValueError(f"git {' '.join(args)}: {proc.stderr.strip() or 'failed'} "
+                         "(expected a git checkout and a commit to compare with, e.g. HEAD or origin/main)")
+    return [line for line in proc.stdout.splitlines() if line]
+
+
+def changed_chapters(root: Path = ROOT, base: str = "HEAD") -> list[str]:
+    """The chapters to run again after a change, in the order Make would run them: each chapter
+    whose notebook differs from `base` (a commit; HEAD: the changes not yet committed, untracked
+    chapters included), each chapter `stale` names, and every chapter that reads from one of them."""
+    paths = set(_git_lines(root, "diff", "--name-only", base, "--", "chapters"))
+    paths |= set(_git_lines(root, "ls-files", "--others", "--exclude-standard", "--", "chapters"))
+    chosen = {p for p in paths if p.endswith(".ipynb") and (root / p).is_file()}
+    chosen |= {line.split(":", 1)[0] for line in stale(root)}
+    deps = graph(root)
+    grown = True
+    while grown:                     # the chapters that read from a chosen one, and theirs
+        more = {c for c, producers in deps.items() if set(producers) & chosen} - chosen
+        chosen |= more
+        grown = bool(more)
+    return [c for c in deps if c in chosen]      # graph() lists the chapters in the book's file order
+
+
 def execute(path: Path, timeout: int = 1200) -> float:
     nb = nbformat.read(path, as_version=4)
     # Reproducible, quiet runs: one thread of BLAS, no tqdm in monitor threads.
@@ -224,7 +251,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="name the chapters whose recorded inputs changed")
     parser.add_argument("--makefile", type=Path, help="write the chapters' Make file here")
     parser.add_argument("--since", help="with --makefile: prepare the stamps to re-run this chapter and its dependents")
+    parser.add_argument("--changed", metavar="BASE", nargs="?", const="HEAD",
+                        help="print the chapters changed since the commit BASE (default HEAD: not yet committed), "
+                             "those --check names and their dependents, one a line (make test-quick)")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except ValueError as exc:      # a bad --since or --changed: the message, not a traceback
+        print(f"execute: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.changed:
+        print("\n".join(changed_chapters(ROOT, args.changed)))
+        return 0
     if args.makefile:
         stamps = args.makefile.parent / "stamps"
         args.makefile.parent.mkdir(parents=True, exist_ok=True)
