@@ -100,12 +100,16 @@ def runner_editions(tmp_path_factory) -> dict[str, Path]:
     """The runner editions of the runner chapters in both languages, made with the address setting
     pointed at this checkout at its HEAD commit (what the workflow does with its own repository)."""
     out = tmp_path_factory.mktemp("editions")
-    env = {"BOOK_REPOSITORY": ROOT.as_uri(), "BOOK_SITE_URL": "https://example.org/book/",
-           "BOOK_REF": site.ref({})}
+    commit = site.ref({})
+    # the chapters as committed (the edition of a commit installs that commit's package)
+    committed = tmp_path_factory.mktemp("committed")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "chapters"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(committed)], input=archive.stdout, check=True)
+    env = {"BOOK_REPOSITORY": ROOT.as_uri(), "BOOK_SITE_URL": "https://example.org/book/", "BOOK_REF": commit}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        paths = mk.write_editions([ROOT / "chapters" / f"{c}.ipynb" for c in RUNNER_CHAPTERS], out,
+        paths = mk.write_editions([committed / "chapters" / f"{c}.ipynb" for c in RUNNER_CHAPTERS], out,
                                   link_siblings=False, log=lambda _: None)
     finally:
         for k, v in saved.items():

@@ -134,17 +134,25 @@ def messages(chapter: Path, language: str) -> Optional[Messages]:
                     _catalogue(folder / "glued_values.po"))
 
 
+MATH_BLOCKS = ("math_block", "math_block_label", "amsmath")
+
+
 def translate_blocks(text: str, tr: Messages) -> str:
     """`text` (MyST between fences) with each paragraph, heading, list item and table cell that the
     catalogue translates replaced by its translation, the lines' quote and list markers kept."""
     lines = text.split("\n")
-    found = [t for t in myst.blocks(text) if t.type == "inline" and t.map and t.content.strip()]
+    found = [t for t in myst.blocks(text) if t.type in ("inline", *MATH_BLOCKS) and t.map and t.content.strip()]
     for tok in sorted(found, key=lambda t: t.map[0], reverse=True):
+        start, end = tok.map
+        if tok.type in MATH_BLOCKS:   # a display formula: its message keeps its lines
+            msgstr = tr(tok.content.strip())
+            if msgstr is not None:
+                lines[start:end] = "\n".join(lines[start:end]).replace(tok.content.strip(), msgstr, 1).split("\n")
+            continue
         msgid = " ".join(tok.content.split("\n")).strip()
         msgstr = tr(msgid)
         if msgstr is None:
             continue
-        start, end = tok.map
         first = tok.content.split("\n")[0]
         at = lines[start].find(first)
         if at < 0:
@@ -329,7 +337,9 @@ class Converter:
         if name in ("glue:figure", "glue", "glue:any"):
             return anchor + self._figure(arg, options, inner)
         if name == "math":
-            return anchor + ["$$"] + body + ["$$"]
+            formula = "\n".join(body).strip()
+            translated = self.tr(formula) if self.tr else None
+            return anchor + ["$$"] + (translated.split("\n") if translated else body) + ["$$"]
         raise EditionError(f"{self.name}: directive {{{name}}} has no plain-notebook form")
 
     def _figure(self, key: str, options: dict, caption: list[str]) -> list[str]:
