@@ -345,3 +345,103 @@ def test_the_glossary_is_read_whole():
     assert TERMS["causal mask"].aliases == ("前瞻掩码",)
     assert TERMS["kv cache"] is TERMS["key/value cache"] and TERMS["kv cache"].aliases == ("KV 缓存",)
     assert {TERMS[n].chinese for n in ("softmax", "logits", "bleu", "dropout")} == {"softmax", "logits", "BLEU", "dropout"}
+
+
+# ---- the positive rule, on drifts planted in the real catalogues ---------------------------------
+def _plant(page: str, english: str, old: str, new: str) -> tuple[str, list[ct.Problem]]:
+    """Plant a drift in `page`'s catalogue: in the first message whose English matches `english` and
+    whose Chinese writes `old` (and passes the checker as it is), write `new` instead. (its msgid, the
+    problems the drift brings)"""
+    import re
+    for message in _read(LOCALE / f"{page}.po"):
+        msgid, msgstr = str(message.id or ""), str(message.string or "")
+        if not (msgid and re.search(english, msgid) and old in ct.prose(ct.pieces(msgstr))):
+            continue
+        before = {str(p) for p in ct.check_message(msgid, msgstr, BOOK, ct.Page(page))}
+        if any("term map" in p for p in before):
+            continue
+        after = ct.check_message(msgid, msgstr.replace(old, new), BOOK, ct.Page(page))
+        return msgid, [p for p in after if str(p) not in before]
+    raise AssertionError(f"no message of {page} to plant {new!r} in (English {english!r}, Chinese {old!r})")
+
+
+@pytest.mark.parametrize("page, english, old, new, write", [
+    # the seven drifts of the review, which the list of rejected variants alone let through five of
+    ("chapters/08_dropout", r"(?i)\bdropout\b", "dropout", "暂退法", "dropout"),
+    ("chapters/09_parameter_counting", r"\d million", "万", "百万", "万"),
+    ("chapters/01_qkv_attention", r"(?i)\btokens?\b", "词元", "标记", "词元"),
+    ("chapters/10_decoding", r"(?i)\btemperature\b", "温度系数", "温度", "温度系数"),
+    ("chapters/05_masking", r"(?i)\bcausal mask", "因果掩码", "序列掩码", "因果掩码"),
+    ("chapters/03_multi_head", r"(?i)multi-head attention", "多头注意力", "multi-head attention", "多头注意力"),
+    ("chapters/06_encoder", r"(?i)\bself-attention", "自注意力", "self-attention", "自注意力"),
+    # drifts of other ideas
+    ("chapters/05_masking", r"(?i)\bmasked\b", "被掩码", "被掩蔽", "掩码"),
+    ("chapters/07_decoder_cross_attention", r"(?i)\bpost-LN\b", "Post-LN", "后置层归一化", "Post-LN"),
+    ("chapters/11b_training", r"(?i)\bFLOPs\b", "FLOPs", "浮点运算次数", "FLOPs"),
+    ("chapters/11a_data", r"(?i)\bsentence pairs?\b", "句对", "句子对", "句对"),
+    ("chapters/11b_training", r"(?i)\bepochs?\b", "轮", "轮次", "轮"),
+    ("chapters/08_dropout", r"(?i)\bforward pass", "前向传播", "前向计算", "前向传播"),
+    ("chapters/12b_in_the_browser", r"(?i)\bcaptions?\b", "图片描述", "照片描述", "图片描述"),
+    ("chapters/06_encoder", r"(?i)\bfeed-forward\b", "前馈网络", "FFN", "前馈网络"),
+    ("chapters/06_encoder", r"(?i)\bresidual connections?\b", "残差连接", "捷径连接", "残差连接"),
+    ("chapters/10_decoding", r"(?i)\bbeam search\b", "束搜索", "beam search", "束搜索"),
+    ("chapters/07_decoder_cross_attention", r"(?i)\bencoder\b", "编码器", "编码端", "编码器"),
+    ("chapters/01_qkv_attention", r"(?i)\bquer(y|ies)\b", "查询", "询问", "查询"),
+    ("chapters/11a_data", r"(?i)\bsubwords?\b", "子词", "词片", "子词"),
+    ("chapters/10_decoding", r"(?i)\bbeam (size|width)\b", "束宽", "束大小", "束宽"),
+    ("chapters/01_qkv_attention", r"(?i)\bchecks?\b", "检查", "检验", "检查"),
+])
+def test_a_planted_drift_fails_naming_page_message_and_word(page, english, old, new, write):
+    msgid, problems = _plant(page, english, old, new)
+    assert problems, f"{new!r} for {old!r} passed the checker in {page}: {msgid[:80]!r}"
+    report = "\n".join(map(str, problems))
+    assert report.startswith(page + ".po") and repr(msgid[:60])[1:-1] in report, report
+    assert any(f"write {write}" in p.what for p in problems), report
+
+
+def test_the_context_of_a_word_is_judged_in_its_clause():
+    """A context that makes an English word something else counts only in the clause that holds it:
+    "the token embeddings" there does not excuse a "token" elsewhere (nor a "test" a "check")."""
+    english = "The token embeddings are added first; then each token is looked up."
+    assert _problems(english, "先把词嵌入相加；然后查找每个词元。") == []
+    assert any("write 词元" in p for p in _problems(english, "先把词嵌入相加；然后查找每个标记。"))
+    assert _problems("The token embeddings are added.", "词嵌入相加。") == []
+    checks = "The checks live in the package, which is tested too."
+    assert any("write 检查" in p for p in _problems(checks, "这些检验位于软件包中，软件包也经过检验。"))
+    assert _problems(checks, "这些检查位于软件包中，软件包也经过检验。") == []
+    assert ct.terms.clause("One, two words here; three.", 5, 8) == " two words here"
+
+
+def test_english_in_chinese_prose_and_the_words_chinese_writes_in_english():
+    assert any("English 'self-attention' in the Chinese: write 自注意力" in p
+               for p in _problems("Self-attention.", "self-attention。"))
+    assert _problems("The softmax of the logits.", "logits 的 softmax。") == []
+    assert _problems("A post-LN stack.", "一个 Post-LN 堆叠。", "chapters/07_decoder_cross_attention") == []
+    assert any("write Post-LN" in p
+               for p in _problems("A post-LN stack.", "一个后置层归一化堆叠。", "chapters/07_decoder_cross_attention"))
+    assert _problems("It runs `self_attention(x)`.", "它运行 `self_attention(x)`。") == []   # code is no prose
+
+
+def test_exemptions_are_listed_with_reasons_and_all_needed():
+    """Every exemption names its page, message, word and reason; the whole book uses each one (a
+    fresh read of every catalogue), and no sentence quoted twice is rendered two ways."""
+    ideas = BOOK.ideas
+    assert ideas.exemptions and all(e.page and e.message and e.english and e.reason for e in ideas.exemptions)
+    fresh = ct.Book(BOOK.index, BOOK.quotes, BOOK.ideas)
+    for po in sorted(LOCALE.rglob("*.po")):
+        ct.check_catalogue(po, fresh)
+    print(f"term map: {len(ideas.exemptions)} exemptions, {len(fresh.exempted)} used; "
+          f"{len(fresh.quoted)} quoted sentences")
+    assert ct.exemption_problems(fresh) == []
+    assert ct.quotation_problems(fresh) == []
+    stale = ct.Book(BOOK.index, BOOK.quotes, BOOK.ideas)
+    assert len(ct.exemption_problems(stale)) == len(ideas.exemptions)     # none used: each reported
+
+
+def test_a_sentence_quoted_twice_reads_one_way():
+    fresh = ct.Book(BOOK.index, BOOK.quotes, BOOK.ideas)
+    msgid = 'A common claim says “快得多”（"much faster"）.'
+    ct.check_message(msgid, '一种常见的说法是“快得多”（"much faster"）。', fresh, ct.Page("chapters/02_scaling"))
+    ct.check_message(msgid, '一种常见的说法是“快很多”（"much faster"）。', fresh, ct.Page("chapters/03_multi_head"))
+    problems = ct.quotation_problems(fresh)
+    assert len(problems) == 1 and "rendered 2 ways" in problems[0].what and problems[0].msgid == "much faster"
