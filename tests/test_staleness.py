@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -208,8 +209,8 @@ def test_make_execute_runs_a_chapter_then_its_dependents_in_order(tmp_path):
 def test_make_dry_run_of_execute_prints_the_plan(tmp_path):
     """`make -n execute NB=...` shows the chapters it would execute, in order, and executes none."""
     before = {p: p.stat().st_mtime_ns for p in (ROOT / "chapters").glob("*.ipynb")}
-    out = subprocess.run(["make", "-n", "execute", f"NB={RUN_WRITER}", f"EXECUTE_DIR={tmp_path}"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(["make", "-n", "execute", f"NB={RUN_WRITER}", f"EXECUTE_DIR={tmp_path}", f"PY={sys.executable}"],
+                         cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     plan = [ln.split()[-1] for ln in out.stdout.splitlines() if re.search(r"scripts/execute.py chapters/\S+$", ln)]
     assert plan == [RUN_WRITER, *RUN_READERS], out.stdout
