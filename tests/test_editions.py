@@ -154,26 +154,31 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _TAG = re.compile(r"<[^>\n]+>")
 
 
+def _page_lines(source: str) -> list[str]:
+    """The lines of MyST markdown as its page shows them, read by booktools.myst: each directive's
+    fence replaced by its title in a paragraph of its own (a glued figure's by nothing), its options
+    dropped but a figure's alt text, its markdown body read the same way; targets dropped."""
+    lines, out, at = source.split("\n"), [], 0
+    for tok in mk._special_blocks(source):
+        start, end = tok.map
+        out += lines[at:start]
+        d = myst.directive_of(tok)
+        if tok.type == "myst_target":
+            out.append("")
+        elif d is None:                                    # a code block: as written
+            out += lines[start:end]
+        else:
+            out.append("" if d.name.startswith("glue") else d.argument + "\n")
+            out += [d.options["alt"]] if "alt" in d.options else []
+            out += (d.body_lines if d.name in myst.RAW_BODIES else _page_lines(d.body)) + [""]
+        at = end
+    return out + lines[at:]
+
+
 def page_text(source: str, glue: "mk.Glue", chapter: Path) -> str:
     """A chapter's markdown cell as its page reads: glued values pasted, roles as their text,
     citations as their years, directive fences and options (but a figure's alt text) dropped."""
-    lines, open_ticks = [], []
-    for line in source.split("\n"):
-        fence = re.match(r"^\s*(`{3,}|:{3,})\s*\{[\w:+-]+\}\s*(.*)$", line)
-        if fence:
-            title = fence.group(2)
-            lines.append("" if line.lstrip(" `:").startswith("{glue") else title + "\n")   # its own paragraph
-            if fence.group(1).startswith("`"):
-                open_ticks.append(fence.group(1))
-        elif open_ticks and line.strip() == open_ticks[-1]:      # the close of a directive's ``` fence
-            open_ticks.pop()
-            lines.append("")
-        elif re.match(r"^\s*:{3,}\s*$", line) or re.match(r"^\s*\([\w:.-]+\)=\s*$", line):
-            lines.append("")
-        elif re.match(r"^:(class|name|width|align|figwidth):", line):
-            lines.append("")
-        else:
-            lines.append(re.sub(r"^:alt:", "", line))
+    lines = _page_lines(source)
 
     def role(r: myst.Piece) -> str:
         name, body = r.name, r.content
@@ -229,8 +234,8 @@ def test_code_cells_are_the_chapters_and_folds_stay(editions):
                 if src.metadata.get("jupyter", {}).get("source_hidden") and not (
                         out.metadata.get("jupyter", {}).get("source_hidden") and out.metadata.get("cellView") == "form"):
                     bad.append(f"{chapter.name} cell {i}: folded in the chapter, not in the edition")
-            elif re.search(r"^:{3,}\{dropdown\}", src.source, re.M):
-                opened = len(re.findall(r"^:{3,}\{dropdown\}", src.source, re.M))
+            elif myst.nested_directives(src.source, "dropdown"):
+                opened = len(myst.nested_directives(src.source, "dropdown"))
                 if out.source.count("<details>") != opened or out.source.count("</details>") != opened:
                     bad.append(f"{chapter.name} cell {i}: {opened} dropdowns, not all in <details>")
     assert not bad, "\n  ".join(bad)

@@ -9,17 +9,15 @@ spelling in seconds, so a typo never reaches the build. Keys glued from another 
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from booktools import myst
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-# {glue}`key`, {glue:text}`key`, {glue:figure}..., and the directive form ```{glue:figure} key
-_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`]+)`")
-_DIRECTIVE = re.compile(r"^\s*[`:]{3,}\{glue(?::\w+)?\}\s+(\S+)", re.M)
 _RECORD = "application/papermill.record/"
 
 
@@ -42,11 +40,14 @@ def glued_values(nb) -> dict[str, str]:
 
 
 def referenced_keys(nb) -> list[str]:
-    """Every key the markdown cells ask for, in order (a `path::key` kept whole)."""
+    """Every key the markdown cells ask for, as MyST reads them (booktools.myst): the roles
+    {glue}`key`, {glue:text}`key:fmt` and the directives ```{glue:figure} key, also inside other
+    directives' bodies (a `path::key` kept whole)."""
     refs: list[str] = []
     for c in nb.cells:
         if c.cell_type == "markdown":
-            refs += [k.split(" ")[0] for k in _ROLE.findall(c.source)] + _DIRECTIVE.findall(c.source)
+            refs += [r.content.split(" ")[0] for r in myst.nested_roles(c.source) if r.name.split(":")[0] == "glue"]
+            refs += [d.argument.split()[0] for d in myst.nested_directives(c.source) if d.name.split(":")[0] == "glue"]
     return refs
 
 

@@ -24,7 +24,7 @@ import yaml
 
 from conftest import ROOT
 
-from booktools import install_cell
+from booktools import install_cell, myst
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
@@ -270,12 +270,10 @@ def test_chapters_link_to_the_glossary_and_every_link_resolves():
     terms = {t.lower() for ts, _ in _glossary() for t in ts}
     for path in CHAPTERS:
         nb = nbformat.read(path, as_version=4)
-        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        links = re.findall(r"\{term\}`([^`]*)`", text)
+        links = [r.content for c in nb.cells if c.cell_type == "markdown" for r in myst.nested_roles(c.source, "term")]
         assert links, f"{path.name} never links to the glossary"
         for link in links:
-            target = re.fullmatch(r"(?:.*<(.+)>|(.+))", link, re.S)
-            target = (target.group(1) or target.group(2)).strip().lower()
+            target = myst.titled(link)[1].lower()
             assert target in terms, f"{path.name}: {{term}}`{link}` is not in book/glossary.md"
 
 

@@ -9,7 +9,9 @@ renderer calls one: no second grammar of regular expressions.
     blocks("...")            # the block tokens (fences, paragraphs, targets) with their line spans
     inline("...")            # the inline pieces of a paragraph: text, roles, maths, code, links
     roles("...", "term")     # the roles (of one name)
+    nested_roles("...")      # the roles, also inside directives' bodies at any depth
     directives("...")        # every directive ({name} fences, ``` or :::) with argument, options, body
+    nested_directives("...") # the directives, and those they nest
     located("...")           # roles, code spans and formulas with where each is written
     substitute_roles("...", f)   # each role replaced by f(role), code and maths left as written
 
@@ -150,6 +152,32 @@ def directives(text: str, name: Optional[str] = None) -> list[Directive]:
     A directive's body is not parsed here: call `directives(d.body)` for the ones it nests."""
     found = [directive_of(tok) for tok in _walk(blocks(text))]
     return [d for d in found if d is not None and (name is None or d.name == name)]
+
+
+# Directives whose body is not MyST markdown (maths, code): their bodies are not read for roles.
+RAW_BODIES = frozenset({"math", "code", "code-block", "code-cell", "raw", "mermaid", "literalinclude"})
+
+
+def nested_directives(text: str, name: Optional[str] = None) -> list[Directive]:
+    """Every directive of `text` and of the directives it nests, outermost first, in order (only
+    those called `name`, when given)."""
+    found: list[Directive] = []
+    for d in directives(text):
+        if name is None or d.name == name:
+            found.append(d)
+        if d.name not in RAW_BODIES:
+            found += nested_directives(d.body, name)
+    return found
+
+
+def nested_roles(text: str, name: Optional[str] = None) -> list[Piece]:
+    """The roles of `text` and of the markdown bodies of its directives, at any depth (only those
+    called `name`, when given): what a page shows, wherever it is written."""
+    found = roles(text, name)
+    for d in directives(text):
+        if d.name not in RAW_BODIES:
+            found += nested_roles(d.body, name)
+    return found
 
 
 def targets(text: str) -> list[str]:
