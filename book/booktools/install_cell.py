@@ -79,7 +79,10 @@ def edition_install_cell_source(url: str, ref: str, tools: bool = True) -> str:
     traceback. The book's tools (`booktools`: the diagrams) are installed only where the chapter
     imports them (`tools`)."""
     needs = '("transformer_lib", "booktools", "myst_nb")' if tools else '("transformer_lib", "myst_nb")'
-    tools_arg = ' f"transformer-book-tools @ file://{_root}/book",' if tools else ""
+    # the tools' own dependencies are for building the book (Sphinx, Jupyter Book ...): the diagrams
+    # need none of them, so the tools come without (--no-deps)
+    tools_line = ('        _run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", '
+                  'f"transformer-book-tools @ file://{_root}/book")')
     chapter = install_cell_source(url, ref).split("\n")
     head = chapter[:chapter.index(next(line for line in chapter if line.startswith("if not all(")))]
     return "\n".join(head + [
@@ -114,7 +117,8 @@ def edition_install_cell_source(url: str, ref: str, tools: bool = True) -> str:
         f'    if not all(importlib.util.find_spec(m) for m in {needs}):',
         '        print(f"Installing transformer_lib (commit {_COMMIT[:12]}): about a minute ...")',
         '        _run(sys.executable, "-m", "pip", "install", "--quiet", f"transformer-lib[viz,data] @ file://{_root}",',
-        f'            {tools_arg} "myst-nb>=1.1")',
+        '             "myst-nb>=1.1")',
+        *([tools_line] if tools else []),
         "        importlib.invalidate_caches()",
         "    if not _beside_files:",
         '        os.chdir(os.path.join(_root, "chapters"))',
