@@ -445,3 +445,21 @@ def test_a_sentence_quoted_twice_reads_one_way():
     ct.check_message(msgid, '一种常见的说法是“快很多”（"much faster"）。', fresh, ct.Page("chapters/03_multi_head"))
     problems = ct.quotation_problems(fresh)
     assert len(problems) == 1 and "rendered 2 ways" in problems[0].what and problems[0].msgid == "much faster"
+
+
+@pytest.mark.parametrize("english, wrong, right", [
+    ("The softmax then decides.", "softmax就会决定。", "softmax 就会决定。"),
+    ("Dropout is off.", "此时 dropout关闭。", "此时 dropout 关闭。"),
+    ("It calls `f` first.", "它先调用`f`。", "它先调用 `f`。"),
+    ("Step 1: scores. Then more.", "第 1 步：分数。 然后更多。", "第 1 步：分数。然后更多。"),
+    ("Keys (all of them) count.", "键（全部） 都算。", "键（全部）都算。"),
+])
+def test_spacing_between_chinese_and_latin(english, wrong, right):
+    assert any(p.startswith("spacing:") for p in _problems(english, wrong)), wrong
+    assert not [p for p in _problems(english, right) if p.startswith("spacing:")], right
+
+
+def test_spacing_leaves_german_quotes_and_a_closing_emphasis_alone():
+    assert not [p for p in _problems("Quotes „…“ are kept.", "引号 „…“ 保持不变。") if p.startswith("spacing:")]
+    assert not [p for p in _problems("**Residual Dropout** We apply it.", "**残差 dropout（Residual Dropout）** 我们应用它。")
+                if p.startswith("spacing:")]

@@ -402,7 +402,7 @@ ENGLISH_NUMBER_WORD = re.compile(r"(?i)(?<![a-z])(million|billion)s?(?![a-z])")
 UNTITLED_REFERENCE = ("doc", "ref", "numref")
 # The glossary's "† Usually written in English: NAME." names the English word: no idea's use of it.
 USUALLY_ENGLISH_EN = re.compile(r"†\s*\*?Usually written in English:\*?\s*[^.]*\.")
-USUALLY_ENGLISH_ZH = re.compile(r"†\s*\*?中文通常直接写英文：\*?\s*[^。]*。")
+USUALLY_ENGLISH_ZH = re.compile(r"†\s*\*?中文通常直接写英文\*?：\*?\s*[^。]*。")
 # The paper's title names no idea ("Attention Is All You Need" is not the Attention of the term map).
 TITLE = re.compile(r"\*?Attention Is All You Need\*?")
 QUOTED_ENGLISH = re.compile(r'"[^"\u4e00-\u9fff]*"|“[^”\u4e00-\u9fff]*”')   # a quotation kept in English
@@ -438,6 +438,42 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
 def as_written(found: list[myst.Piece]) -> str:
     """The Chinese as written (roles and all), from its pieces."""
     return "".join(p.source if p.kind != "text" else p.content for p in found)
+
+
+# ---- spacing: one space between Chinese and Latin, none beside full-width punctuation -----------
+FULLWIDTH = "。，、；：！？（）“”"
+LATIN_PIECE, OPAQUE, EMPHASIS = "\x01", "\x02", "\x03"   # code, maths / a glued value, a page title / ** or *
+SPACE_MISSING = re.compile(rf"[\u4e00-\u9fff][A-Za-z0-9{LATIN_PIECE}]|[A-Za-z0-9{LATIN_PIECE}][\u4e00-\u9fff]")
+GERMAN_QUOTE = re.compile(r"„[^“]*“")             # „…“: a German quotation, its “ no Chinese punctuation
+SPACE_EXTRA = re.compile(rf"[{FULLWIDTH}] +(?=\S)|(?<=\S) +[{FULLWIDTH}]")
+
+
+def spacing_text(found: list[myst.Piece]) -> str:
+    """The words of a message with each piece as the spacing rules see it: code, maths, an HTML tag
+    and a {term} shown in Latin letters as Latin; a glued value (a number, or a word translated in
+    glued_values.po) and any other role as opaque."""
+    words, text = {id(p) for p in _words(found)}, ""
+    for p in found:
+        if id(p) in words:
+            text += p.content
+        elif p.kind in ("math", "code"):
+            text += LATIN_PIECE
+        elif p.kind == "role" and p.name == "term":
+            text += myst.titled(p.content)[0]
+        elif p.kind in ("role", "link"):
+            text += OPAQUE
+        elif p.kind == "other" and p.source.strip("*_") == "" and p.source:
+            text += EMPHASIS                # `**……）** 与`: Markdown needs the space after a closing marker
+    return text
+
+
+def spacing_problems(found: list[myst.Piece]) -> list[str]:
+    """A Chinese character right beside a Latin letter, a digit, code or maths (write one space), or a
+    space beside full-width punctuation (write none)."""
+    text = GERMAN_QUOTE.sub(OPAQUE, QUOTED_ENGLISH.sub(OPAQUE, spacing_text(found)))
+    show = lambda m: repr(text[max(0, m.start() - 8):m.end() + 8].replace(LATIN_PIECE, "`…`").replace(OPAQUE, "〇"))
+    return ([f"spacing: one space between Chinese and Latin text, code or maths: {show(m)}" for m in SPACE_MISSING.finditer(text)]
+            + [f"spacing: no space beside full-width punctuation: {show(m)}" for m in SPACE_EXTRA.finditer(text)])
 
 
 def _note_problems(msgid: str, msgstr: str, note: dict[str, str]) -> list[str]:
@@ -499,6 +535,7 @@ def check_message(msgid: str, msgstr: str, book: Book, page: Page) -> list[Probl
     if msgstr != msgid:                    # a glossary's term line, a formula: nothing to word
         whats += _gloss_problems(msgid, found, book, page)
         whats += _wording(msgid, found, book, page)
+        whats += spacing_problems(found)
         _quotations(msgid, msgstr, book, page)
     whats += _note_problems(msgid, msgstr, book.ideas.note)
     return [Problem(page.name + ".po" if page.name != "glued_values" else "glued_values.po", msgid, w)
