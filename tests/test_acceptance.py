@@ -151,7 +151,7 @@ def test_runner_edition_runs_alone_in_a_colab_like_python(name, colab, runner_ed
                           timeout=3600)
     assert proc.returncode == 0, (f"The runner edition {name}, opened alone as on Colab, did not run "
                                   f"top to bottom: {proc.stderr.strip()[-3000:]}")
-    assert any((d / "chapters" / name).exists() for d in folder.iterdir() if d.is_dir()), \
+    assert any((d / "chapters" / name.replace(".zh.", ".")).exists() for d in folder.iterdir() if d.is_dir()), \
         "the first cell did not fetch the book's files (at the edition's commit) beside the notebook"
 
 
