@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The one prepared GPU check (chapter 11b, "Under the hood: on a GPU"), one command. Its core takes at
-# most 240 s on an H100/H200-class card, so that it can run twice in one 15-minute slot of GPU time
-# (which also pays for starting the machine); the extras run only when asked, while time remains.
+# The one prepared GPU check (chapter 11b, "Under the hood: on a GPU"), one command. Its core's phases
+# are time-boxed to 240 s in all (boxes, not a measurement: no run of this check on a GPU is recorded
+# in this repository); the extras run only when asked, while time remains.
 # Each phase runs in its own process under its own time box and writes its JSON as it goes (a phase
 # stopped by its box leaves what it measured); a phase that fails or runs out of time is named in the
 # exit status and in summary.json, and the phases after it still run, except after a failed preflight.
@@ -11,8 +11,8 @@
 #   bash scripts/gpu_check.sh --smoke                     # the core on a CPU: tiny model, toy task (CI)
 #
 # Core phases and time boxes (seconds): preflight 20 | equality 25 | profile 45 | train 150 (60 s of
-# training steps, then selection and the test set). --smoke: 60 s for the whole core (a phase may take
-# up to 40 s of it).
+# training steps, then selection and the test set). --smoke bounds every phase by steps, not seconds
+# (a loaded machine makes it slower, never a failure); its boxes of 600 s only stop a hung phase.
 # Extras: speed 120 | recipes: what is left of EXTRA_S (default 480).
 # Results under $OUT (5 files): summary.json, profile.txt, metrics.jsonl, samples.md, log.txt.
 # Exit status: 0 if every phase run passed, else 10 + the number of the first failed phase
@@ -42,7 +42,7 @@ PHASES=(preflight equality profile train speed recipes)
 BOX=(20 25 45 150 120 0)
 CORE_S=240
 EXTRA_S="${EXTRA_S:-480}"
-if [ -n "$SMOKE" ]; then BOX=(20 25 30 40 60 0); CORE_S=60; EXTRA_S=120; fi
+if [ -n "$SMOKE" ]; then BOX=(600 600 600 600 600 600); CORE_S=2400; EXTRA_S=1200; fi   # hang guards
 [ -n "$EXTRAS" ] && TOTAL=$(( CORE_S + EXTRA_S )) || TOTAL=$CORE_S
 start=$(date +%s)
 status=""

@@ -261,3 +261,142 @@ def test_more_processes_than_the_epoch_can_feed_is_an_error(tmp_path, buckets, w
     unit = "sentence pairs" if buckets else "batches"
     assert all(f"{world} processes, but an epoch holds only" in m and unit in m for m in messages)
     assert not Path(out).exists()                                   # nothing written
+
+
+# ----- runs that survive: a killed rank restarts, every rank stops together --------------
+DRIVER = '''
+import os, signal, sys
+from pathlib import Path
+from transformer_lib import train
+from transformer_lib.training import loop
+marker, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+step = loop.TrainingRun.step
+
+def step_then_maybe_die(self):
+    step(self)
+    if self.st["step"] == kill_at and self.state.rank == 1 and not marker.exists():
+        marker.write_text("killed")
+        os.kill(os.getpid(), signal.SIGKILL)          # no cleanup, no message: a lost machine
+loop.TrainingRun.step = step_then_maybe_die
+sys.exit(train.cli(sys.argv[3:]))
+'''
+
+
+def _train_args(tmp_path: Path, out: Path, kill_at: int, steps: int = 12) -> list[str]:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    return [str(driver), str(out) + ".killed", str(kill_at), "--preset", "tiny", "--data", "toy",
+            "--out", str(out), "--no-progress", "--steps", str(steps), "--set", "log_every=1",
+            "--set", "checkpoint_every=4", "--resume", "auto", "--dist-timeout", "120", "--eval"]
+
+
+def _torchrun(tmp_path: Path, out: Path, kill_at: int, restarts: int) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "--max-restarts", str(restarts), *_train_args(tmp_path, out, kill_at)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=900)
+
+
+def _two_nodes(tmp_path: Path, outs: list[Path], steps: int) -> list[tuple[int, str]]:
+    """The run as two "machines" of one process each: two torchrun launchers meeting at a c10d
+    rendezvous on 127.0.0.1, each with its own --out (no shared disk). Returns (status, stderr)."""
+    port, procs, logs = _free_port(), [], []
+    for i, out in enumerate(outs):
+        logs.append(tmp_path / f"node{i}-{steps}.log")
+        with logs[-1].open("w") as log:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node", "1",
+                 "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"two-{steps}",
+                 *_train_args(tmp_path, out, 0, steps)], stdout=log, stderr=subprocess.STDOUT, env=ENV))
+    return [(p.wait(timeout=900), log.read_text()) for p, log in zip(procs, logs)]
+
+
+def test_a_rank_killed_mid_epoch_restarts_and_ends_as_if_never_killed(tmp_path):
+    """Two gloo processes under `torchrun --max-restarts=1 ... --resume auto`; rank 1 is SIGKILLed
+    after step 6 (a checkpoint at step 4, mid-epoch: 31 batches per rank). The launcher restarts
+    both; they resume from step 4 and end with the uninterrupted run's weights and losses, bit for bit."""
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    first = _torchrun(tmp_path, straight, kill_at=0, restarts=0)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _torchrun(tmp_path, killed, kill_at=6, restarts=1)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert Path(str(killed) + ".killed").exists()                  # the kill happened
+    a, b = read_metrics(straight), read_metrics(killed)
+    losses = [[(r["step"], r["loss"]) for r in m if r["kind"] == "train"] for m in (a, b)]
+    assert [s for s, _ in losses[1]] == list(range(1, 13))          # each step logged once
+    assert losses[0] == losses[1]                                   # the same losses, step for step, exactly
+    wa, wb = (torch.load(d / "checkpoint.pt", weights_only=True)["model"] for d in (straight, killed))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)               # the same final weights, bit for bit
+    # the true totals: every rank's tokens, not rank 0's share times two
+    want = sum(_real_tokens(b) for r in range(2) for b in TOY_FULL.train_batches(0, r, 2)[:12])
+    summary = json.loads((killed / "summary.json").read_text())
+    assert summary["train_tokens"] == want
+    rank0 = sum(_real_tokens(b) for b in TOY_FULL.train_batches(0, 0, 2)[:12])
+    assert want != 2 * rank0                                        # the shards differ: the test can tell
+    # two launchers (--nnodes=2), each with its own empty --out: the same run as --nproc_per_node=2
+    nodes = [tmp_path / "node_a", tmp_path / "node_b"]
+    for status, log in _two_nodes(tmp_path, nodes, steps=12):
+        assert status == 0, log[-3000:]
+    written = [d for d in nodes if d.exists() and any(d.iterdir())]
+    assert len(written) == 1                                        # process 0 wrote; the other folder stays empty
+    assert [(r["step"], r["loss"]) for r in read_metrics(written[0]) if r["kind"] == "train"] == losses[0]
+    wn = torch.load(written[0] / "checkpoint.pt", weights_only=True)["model"]
+    assert all(torch.equal(wa[k], wn[k]) for k in wa)
+    # resumed with each launcher's own --out: only one of them holds the checkpoint, refused by name
+    for status, log in _two_nodes(tmp_path, nodes, steps=16):
+        assert status != 0 and "--out is not one folder that every machine shares" in log, log[-3000:]
+    assert max(r["step"] for r in read_metrics(written[0])) == 12  # nothing trained
+    # the checkpoint of 2 processes x accumulate 1, resumed by 1 process x accumulate 2: refused, named
+    before = (straight / "metrics.jsonl").read_bytes()
+    cfg = TrainConfig.from_preset("tiny", steps=14, log_every=1, checkpoint_every=4, accumulate=2)
+    with pytest.raises(ValueError, match=r"processes 2 -> 1; accumulate 1 -> 2.*torchrun --nproc_per_node=2"):
+        run_training(cfg, TOY_FULL, straight, resume=True, progress=False, final_eval=())
+    assert (straight / "metrics.jsonl").read_bytes() == before
+
+
+TOY_FULL = toy_translation_data()
+
+
+def _real_tokens(batch) -> int:
+    src, tgt = batch
+    return int((src != TOY.pad_id).sum()) + int((tgt[:, 1:] != TOY.pad_id).sum())
+
+
+def _overflow_worker(rank: int, world: int, port: int, out: str) -> None:
+    from datetime import timedelta
+    from transformer_lib.training import loop
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=3600))
+    if rank == 1:                                  # rank 1's loss overflows at its third step, alone
+        calls, loss_of = [0], loop.teacher_forced_loss
+
+        def overflowing(*args, **kwargs):
+            calls[0] += 1
+            loss = loss_of(*args, **kwargs)
+            return loss + float("inf") if calls[0] == 3 else loss    # the value inf, the gradients finite
+        loop.teacher_forced_loss = overflowing
+    try:
+        run_training(_cfg(steps=8, log_every=2, dist_timeout_s=3600.0), dataclasses.replace(TOY, test_pairs=()),
+                     None, progress=False, final_eval=())
+        Path(out + f".rank{rank}").write_text("finished")
+    except FloatingPointError as e:
+        Path(out + f".rank{rank}").write_text(str(e))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_one_ranks_overflow_stops_every_rank_at_the_same_step(tmp_path):
+    """The process-group timeout is an hour: a rank left waiting in a collective would hang, not
+    fail. Every rank must stop with the divergence message at the same log record."""
+    out = str(tmp_path / "run")
+    ctx = mp.start_processes(_overflow_worker, args=(2, _free_port(), out), nprocs=2, join=False)
+    for _ in range(600):                                           # a guard against a hang, not a speed test
+        if ctx.join(timeout=1):
+            break
+    else:
+        for p in ctx.processes:
+            p.kill()
+        pytest.fail("a rank hung in a collective: the ranks did not stop together")
+    messages = [Path(out + f".rank{r}").read_text() for r in range(2)]
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("training diverged: at the log record of step 4 the loss is inf")

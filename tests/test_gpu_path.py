@@ -234,14 +234,15 @@ def _gpu_check(tmp_path, *args):
     return summary, time.perf_counter() - t0
 
 
-def test_gpu_check_smoke_runs_the_core_within_a_minute(tmp_path):
-    """`scripts/gpu_check.sh --smoke`: the GPU check's core on a CPU (tiny model, toy task), in its 60 s."""
-    summary, seconds = _gpu_check(tmp_path)
+def test_gpu_check_smoke_runs_the_core_bounded_by_steps(tmp_path):
+    """`scripts/gpu_check.sh --smoke`: the GPU check's core on a CPU (tiny model, toy task), every phase
+    bounded by steps, not seconds: a loaded machine makes it slower, never a failure."""
+    summary, _ = _gpu_check(tmp_path)
     assert summary["status"] == {"preflight": "ok", "equality": "ok", "profile": "ok", "train": "ok",
                                  "speed": "not asked", "recipes": "not asked"}
-    assert seconds < 75                                             # the core's 60 s, and the summary
     phases = summary["phases"]
     assert phases["equality"]["ok"] is True and phases["train"]["status"] == "ok"
+    assert phases["train"]["stopped_by"] == "steps" and phases["train"]["steps"] == 30
     assert phases["train"]["step_path"] == "gpu" and phases["train"]["bucket_shapes"]
     assert set(phases["train"]["time_s"]) == {"steps", "batches", "validation", "checkpoints"}
     assert phases["profile"]["shapes"] == len(phases["profile"]["first_step_s"]) > 1

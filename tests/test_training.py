@@ -232,6 +232,65 @@ def test_resume_needs_a_checkpoint(tmp_path):
               resume=True, progress=False)
 
 
+def _tiny(**changes) -> TrainConfig:
+    return TrainConfig.from_preset("tiny", steps=4, log_every=1, checkpoint_every=2, average_last=1,
+                                   device="cpu").updated(changes)
+
+
+def test_a_resume_that_changes_the_global_plan_is_refused_before_anything_runs(tmp_path):
+    """A checkpoint taken with accumulate=1, resumed with accumulate=2: the step would read other
+    micro-batches and divide by another step's count. Refused, naming the change and what works."""
+    data = toy_translation_data(n_train=200)
+    run_training(_tiny(), data, tmp_path, progress=False, final_eval=())
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    for changes, named in ((dict(accumulate=2), "accumulate 1 -> 2"), (dict(seed=1), "seed 0 -> 1"),
+                           (dict(max_tokens=300), "max_tokens 400 -> 300")):
+        with pytest.raises(ValueError, match="global plan") as err:
+            run_training(_tiny(steps=8, **changes), data, tmp_path, resume="auto", progress=False, final_eval=())
+        assert named in str(err.value) and "--accumulate 1" in str(err.value)   # what changed, what works
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before    # nothing written
+    _, summary = run_training(_tiny(steps=8), data, tmp_path, resume="auto", progress=False, final_eval=())
+    assert summary["steps"] == 8                                    # the same plan continues
+    ck = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert ck["global_plan"]["processes"] == 1 and ck["global_plan"]["global_batch"] == 400
+
+
+def test_resume_auto_starts_fresh_continues_and_refuses_another_runs_folder(tmp_path):
+    data = toy_translation_data(n_train=200)
+    kw = dict(progress=False, final_eval=())
+    _, fresh = run_training(_tiny(), data, tmp_path / "a", resume="auto", **kw)      # nothing there: fresh
+    assert fresh["steps"] == 4
+    _, more = run_training(_tiny(steps=6), data, tmp_path / "a", resume="auto", **kw)  # a checkpoint: continue
+    assert more["steps"] == 6
+    assert [r["step"] for r in read_metrics(tmp_path / "a") if r["kind"] == "train"] == [1, 2, 3, 4, 5, 6]
+    (tmp_path / "a" / "checkpoint.pt").unlink()                      # a finished run's files, no checkpoint
+    with pytest.raises(ValueError, match="another run's files"):
+        run_training(_tiny(), data, tmp_path / "a", resume="auto", **kw)
+    run_training(_tiny(seed=3, final_checkpoint=False, checkpoint_every=None), data, tmp_path / "b", **kw)
+    for name in ("model.pt", "summary.json"):
+        (tmp_path / "b" / name).unlink()                             # only another run's metrics.jsonl
+    with pytest.raises(ValueError, match="another run's metrics.jsonl.*seed 3 -> 0"):
+        run_training(_tiny(), data, tmp_path / "b", resume="auto", **kw)
+    with pytest.raises(ValueError, match="`resume` must be True, False or \"auto\", got 'yes'"):
+        run_training(_tiny(), data, tmp_path / "c", resume="yes", **kw)
+
+
+def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one(tmp_path, monkeypatch):
+    from transformer_lib.training import checkpoints
+    path = tmp_path / "checkpoint.pt"
+    checkpoints._save_checkpoint(path, {"step": 1, "w": torch.ones(3)})
+
+    def killed_half_way(payload, f):
+        with open(f, "wb") as fh:
+            fh.write(b"PK\x03\x04 half a file")
+        raise KeyboardInterrupt                                      # the process dies here
+    monkeypatch.setattr(checkpoints.torch, "save", killed_half_way)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoints._save_checkpoint(path, {"step": 2, "w": torch.zeros(3)})
+    monkeypatch.undo()
+    assert torch.load(path, weights_only=True)["step"] == 1          # the previous one, whole
+
+
 def test_time_budget_stops_cleanly(tmp_path):
     cfg = TrainConfig.from_preset("tiny", steps=10**6, time_budget_s=1.0, log_every=10)
     _, summary = run_training(cfg, toy_translation_data(), tmp_path, progress=False, final_eval=("greedy",))

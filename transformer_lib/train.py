@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=None, help="stop after this many epochs")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="stop training after this long, then evaluate")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--resume", nargs="?", const=True, default=False, choices=[True, False, "auto"],
+                   metavar="auto", help="continue from OUT/checkpoint.pt; `--resume auto`: continue when "
+                   "there is one, else start fresh (for torchrun --max-restarts)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--accumulate", type=int, default=None, metavar="K",
                    help="micro-batches per optimiser step (gradient accumulation: K times the batch)")
@@ -143,6 +145,38 @@ def cli(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
+def _join_process_group(cfg: TrainConfig) -> None:
+    """Join torchrun's process group: NCCL on GPUs, gloo on CPUs, `cfg.dist_timeout_s` for every
+    collective. After a restart (`torchrun --max-restarts`) the launcher's store still holds the
+    addresses the killed attempt published, and gloo would connect to those dead ports: each
+    attempt's keys get a prefix of their own."""
+    backend = "nccl" if torch.cuda.is_available() and cfg.device in ("auto", "cuda") else "gloo"
+    timeout = timedelta(seconds=cfg.dist_timeout_s)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None:                                # not under torchrun: the environment's rendezvous
+        dist.init_process_group(backend, timeout=timeout)
+        return
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    hosts = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" and rank == 0   # else the launcher hosts it
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          is_master=hosts, timeout=timeout)
+    dist.init_process_group(backend, store=dist.PrefixStore(f"transformer_lib/attempt_{attempt}", store),
+                            rank=rank, world_size=world, timeout=timeout)
+
+
+def _share_tokenizer(path: Path, rank: int) -> None:
+    """Process 0, which has written the tokenizer to `path`, sends it to the others, which write it
+    to their own `path` unless they already see the same file: `--out` need not be one folder
+    that every machine shares."""
+    if not dist.is_initialized():
+        return
+    text = [path.read_text() if rank == 0 else None]
+    dist.broadcast_object_list(text, src=0)
+    if rank != 0 and (not path.is_file() or path.read_text() != text[0]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(text[0]))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     """Run `python -m transformer_lib.train` with the arguments `argv` (default: `sys.argv[1:]`).
 
@@ -164,20 +198,20 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     out = Path(args.out) if args.out else Path("runs") / cfg.preset
     joined = False
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        use_nccl = torch.cuda.is_available() and cfg.device in ("auto", "cuda")
-        dist.init_process_group("nccl" if use_nccl else "gloo", timeout=timedelta(seconds=cfg.dist_timeout_s))
+        _join_process_group(cfg)
         joined = True
     rank = dist.get_rank() if dist.is_initialized() else 0
     try:
         if args.data == "toy":
             data = toy_translation_data(seed=cfg.seed)
         else:
-            if rank != 0:
-                dist.barrier()                  # process 0 trains and saves the tokenizer first
-            data = multi30k_data(cfg, args.data_dir, tokenizer_path=out / "tokenizer.json",
-                                 max_test_sentences=args.max_test_sentences)
-            if rank == 0 and dist.is_initialized():
-                dist.barrier()
+            if rank == 0:                       # process 0 trains and saves the tokenizer first
+                data = multi30k_data(cfg, args.data_dir, tokenizer_path=out / "tokenizer.json",
+                                     max_test_sentences=args.max_test_sentences)
+            _share_tokenizer(out / "tokenizer.json", rank)
+            if rank != 0:                       # then the others read it
+                data = multi30k_data(cfg, args.data_dir, tokenizer_path=out / "tokenizer.json",
+                                     max_test_sentences=args.max_test_sentences)
         peak = args.peak_tflops * 1e12 if args.peak_tflops else None
         _, summary = run_training(cfg, data, out, resume=args.resume, progress=not args.no_progress,
                            final_eval=tuple(args.eval), peak_flops=peak)

@@ -11,7 +11,7 @@ import math
 import os
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union, cast
 
@@ -24,7 +24,7 @@ from torch import Tensor
 from .._checks import check_id_range, check_token_ids
 from ..dropout import use_fast_dropout
 from ..model import Transformer
-from .checkpoints import _Metrics, _save_checkpoint, _seed_everything, _state_copy, average_state_dicts
+from .checkpoints import _Metrics, _save_checkpoint, _seed_everything, _state_copy, average_state_dicts, read_metrics
 from .config import TrainConfig
 from .datasets import TrainingData, _Pair
 from .evaluation import _eval_sums, corpus_bleu, translate, translation_scores
@@ -42,6 +42,8 @@ class _Epoch:
     targets: list[int]      # counted target tokens (labels that are not padding) of each batch
     flops: list[float]      # model FLOPs of each batch's training step (train_flops)
     step_targets: list[int]  # counted target tokens of each optimiser step, summed over every process
+    step_tokens: list[int]   # real tokens of each optimiser step, summed over every process
+    step_flops: list[float]  # model FLOPs of each optimiser step, summed over every process
 
 
 def _pad_width(t: Tensor, multiple: int, pad_id: int, extra: int = 0) -> Tensor:
@@ -201,14 +203,23 @@ def _shard(data: TrainingData, epoch: int, run: RunState, pad_to: int) -> list[_
     return list(raw)
 
 
-def _step_counts(targets: Sequence[int], plan: StepPlan) -> list[int]:
-    """The counted target tokens of each optimiser step of the epoch, summed over every process:
-    what each process divides its summed loss by (one collective per epoch, none per step)."""
+def _step_totals(targets: Sequence[int], tokens: Sequence[int], flops: Sequence[float],
+                 plan: StepPlan) -> tuple[list[int], list[int], list[float]]:
+    """The counted target tokens, the real tokens and the model FLOPs of each optimiser step of the
+    epoch, summed over every process: what each process divides its summed loss by, and the run's
+    true totals (one collective per epoch, none per step)."""
     k = plan.accumulate
-    local = torch.tensor([sum(targets[i:i + k]) for i in range(0, len(targets), k)])   # (steps,)
-    if plan.world == 1:
-        return local.tolist()
-    n = torch.tensor([len(local), -len(local)], device=plan.device)
+    local = torch.tensor([[sum(x[i:i + k]) for i in range(0, len(x), k)] for x in (targets, tokens, flops)],
+                         dtype=torch.float64)                    # (3, steps): exact below 2**53
+    if plan.world > 1:
+        local = _summed_over_processes(local, plan)
+    counts, toks, fl = local.tolist()
+    return [int(c) for c in counts], [int(t) for t in toks], fl
+
+
+def _summed_over_processes(local: Tensor, plan: StepPlan) -> Tensor:
+    """`local (3, steps)`, summed over the processes, which must take as many steps."""
+    n = torch.tensor([local.shape[1], -local.shape[1]], device=plan.device)
     dist.all_reduce(n, op=dist.ReduceOp.MAX)                       # the most and the fewest steps
     if int(n[0]) != -int(n[1]):
         raise ValueError(f"every process must take as many steps in an epoch; these have between "
@@ -216,7 +227,7 @@ def _step_counts(targets: Sequence[int], plan: StepPlan) -> list[int]:
                          f"for every rank, or use `bucket_shapes=True`")
     total = local.to(plan.device)
     dist.all_reduce(total)
-    return total.tolist()
+    return total.cpu()
 
 
 def _prepare_epoch(data: TrainingData, epoch: int, run: RunState, pad_to: int) -> _Epoch:
@@ -233,7 +244,7 @@ def _prepare_epoch(data: TrainingData, epoch: int, run: RunState, pad_to: int) -
         src = _pad_width(src, pad_to, data.pad_id)               # (B, S')
         tgt = _pad_width(tgt, pad_to, data.pad_id, extra=1)      # (B, T'+1): tgt_in is (B, T')
         batches.append((src.to(run.device, non_blocking=True), tgt.to(run.device, non_blocking=True)))
-    return _Epoch(batches, tokens, targets, flops, _step_counts(targets, run.plan))
+    return _Epoch(batches, tokens, targets, flops, *_step_totals(targets, tokens, flops, run.plan))
 
 # %% ../../chapters/11b_training.ipynb #6b74a89c
 def teacher_forced_loss(model: nn.Module, src: Tensor, tgt: Tensor, smoothing: float = 0.0, pad_id: int = 0,
@@ -285,8 +296,10 @@ def _forward_backward(run: RunState, step_model: nn.Module, epoch: _Epoch, first
     micro-batch only (`no_sync` around the forward and the backward of the others).
 
     Returns:
-        (the loss over this process's counted tokens, the gradient norm, whether the gradient
-        scaler will skip the step), detached, on the device: no host sync.
+        (this process's summed loss divided by the step's count over every process: summed over
+        the processes it is the step's loss; the gradient norm, the same on every process after
+        DDP's all-reduce; whether the gradient scaler will skip the step), detached, on the
+        device: no host sync.
     """
     plan, cfg = run.plan, run.cfg
     last = min(first + plan.accumulate, len(epoch.batches)) - 1
@@ -302,7 +315,7 @@ def _forward_backward(run: RunState, step_model: nn.Module, epoch: _Epoch, first
             run.scaler.scale(loss * (plan.world / count) if plan.summed else loss).backward()
         total += loss.detach()
     if plan.summed:
-        total /= max(sum(epoch.targets[first:last + 1]), 1)
+        total /= count
     run.scaler.unscale_(run.optimizer)                           # fp16: the gradients, unscaled
     grads = [p.grad for p in run.params if p.grad is not None]
     if cfg.clip_grad_norm is None:                               # the norm, for the log; no clipping
@@ -316,7 +329,9 @@ def _forward_backward(run: RunState, step_model: nn.Module, epoch: _Epoch, first
 # %% ../../chapters/11b_training.ipynb #648d8b3f
 class _Window:
     """Sums over the steps between two log records: loss, largest gradient norm, steps the fp16
-    scaler skipped, tokens, FLOPs, time."""
+    scaler skipped, tokens and FLOPs (every process's), time. Its record is the one moment the
+    processes compare notes: one all-reduce carries the loss and whether the time budget is
+    spent, so every process reads the same loss and takes the same decisions at the same step."""
 
     def __init__(self, plan: StepPlan):
         self.plan = plan
@@ -347,22 +362,29 @@ class _Window:
         self.tokens += tokens
         self.flops += flops
 
-    def record(self, st: dict[str, Any], lr: float, scale: Optional[float]) -> dict[str, Any]:
-        """The window's log record (one host sync); adds its time to `st["train_time_s"]`."""
+    def record(self, st: dict[str, Any], lr: float, scale: Optional[float],
+               late: bool = False) -> tuple[dict[str, Any], bool]:
+        """The window's log record (one host sync) and whether any process found the time budget
+        spent (`late`, this process's view); adds the window's time to `st["train_time_s"]`. The
+        loss is the mean over the window's steps of each step's loss over every process's counted
+        tokens (with one process: the step's own loss, as before)."""
         if self.plan.device.type == "cuda":
             torch.cuda.synchronize(self.plan.device)
         dt = max(time.perf_counter() - self.t0, 1e-9)
         st["train_time_s"] += dt
+        shared = torch.stack([self.loss.float(), torch.tensor(float(late), device=self.plan.device)])
+        if self.plan.world > 1:
+            dist.all_reduce(shared)                               # summed: the loss, the processes late
+        loss, late_n = shared.tolist()
         skipped = int(self.skipped.item())
         st["skipped_steps"] = st.get("skipped_steps", 0) + skipped
-        world = self.plan.world
         rec = {"kind": "train", "step": st["step"], "epoch": st["epoch"],
-               "loss": self.loss.item() / max(self.steps, 1), "lr": lr,
-               "grad_norm_max": self.gnorm.item(), "tokens_per_s": self.tokens * world / dt,
-               "flops_per_s": self.flops * world / dt, "elapsed_s": st["train_time_s"]}
+               "loss": loss / max(self.steps, 1), "lr": lr,
+               "grad_norm_max": self.gnorm.item(), "tokens_per_s": self.tokens / dt,
+               "flops_per_s": self.flops / dt, "elapsed_s": st["train_time_s"]}
         if scale is not None:                                     # fp16: the scaler's state
             rec.update(skipped_steps=skipped, loss_scale=scale)
-        return rec
+        return rec, late_n > 0
 
 # %% ../../chapters/11b_training.ipynb #93385106
 @dataclass
@@ -374,27 +396,30 @@ class _Budget:
     time_s: Optional[float]
     plan: StepPlan
     excluded: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    out_of_time: bool = False        # several processes: the verdict of the last log window
 
-    def spent(self, st: dict[str, Any], started: float) -> Optional[str]:
-        """Why training must stop now (`"steps"`, `"epochs"`, `"time_budget"`), else None."""
+    def late(self) -> bool:
+        """This process's view: are the seconds of training spent?"""
+        return self.time_s is not None and time.perf_counter() - self.started - self.excluded > self.time_s
+
+    def spent(self, st: dict[str, Any]) -> Optional[str]:
+        """Why training must stop now (`"steps"`, `"epochs"`, `"time_budget"`), else None. With
+        several processes the time is the log window's shared verdict (`out_of_time`): no
+        collective, no host sync here."""
         if st["step"] >= self.steps:
             return "steps"
         if self.max_epochs is not None and st["epoch"] >= self.max_epochs:
             return "epochs"
-        if self.time_s is None:
-            return None
-        late = time.perf_counter() - started - self.excluded > self.time_s
-        if self.plan.world > 1:                                   # every rank stops at the same step
-            flag = torch.tensor(float(late), device=self.plan.device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            late = bool(flag.item())
+        late = self.out_of_time if self.plan.world > 1 else self.late()
         return "time_budget" if late else None
 
 # %% ../../chapters/11b_training.ipynb #c498dc01
-def _check_finite(loss: float, gnorm: float, scale: Optional[float], st: dict[str, Any], lr: float,
+def _check_finite(loss: float, gnorm: float, scale: Optional[float], at: str, lr: float,
                   saved: Optional[Path]) -> None:
     """Stop with a clear message when the loss or the gradients are no longer finite numbers, or
-    (fp16) when the gradient scaler's scale has collapsed: every step overflows even scaled down."""
+    (fp16) when the gradient scaler's scale has collapsed: every step overflows even scaled down.
+    `at` names where: `"at step 7"` before a step, `"at the log record of step 8"` after a window."""
     collapsed = scale is not None and scale < MIN_LOSS_SCALE
     if math.isfinite(loss) and math.isfinite(gnorm) and not collapsed:
         return
@@ -402,7 +427,7 @@ def _check_finite(loss: float, gnorm: float, scale: Optional[float], st: dict[st
     what = (f"the fp16 gradient scale fell to {scale:.3g} (below {MIN_LOSS_SCALE:.3g}): the gradients overflow"
             if collapsed else f"the loss is {loss} and the gradient norm {gnorm}")
     raise FloatingPointError(
-        f"training diverged: at step {st['step'] + 1} {what} (learning rate {lr:.3g}); {where}. Try a "
+        f"training diverged: {at} {what} (learning rate {lr:.3g}); {where}. Try a "
         f"smaller `lr_scale`, a longer `warmup_steps` or `clip_grad_norm=1.0`.")
 
 # %% ../../chapters/11b_training.ipynb #5d495359
@@ -485,8 +510,12 @@ def _run_device(cfg: TrainConfig) -> torch.device:
     return torch.device("cpu")
 
 
-def _start(cfg: TrainConfig, data: TrainingData, out: Optional[Path], resume: bool) -> RunState:
-    """The run's state on this process's device: fresh, or restored from `out/checkpoint.pt`."""
+def _start(cfg: TrainConfig, data: TrainingData, out: Optional[Path],
+           resume: Union[bool, str]) -> tuple[RunState, bool]:
+    """The run's state on this process's device, fresh or restored from `out/checkpoint.pt`, and
+    whether it was restored."""
+    if resume not in (True, False, "auto"):
+        raise ValueError(f"`resume` must be True, False or \"auto\", got {resume!r}")
     rank, world = _world()
     device = _run_device(cfg)
     if device.type == "cuda":
@@ -499,12 +528,61 @@ def _start(cfg: TrainConfig, data: TrainingData, out: Optional[Path], resume: bo
         keep_freed_memory()                                     # reuse freed memory (glibc)
     if run.plan.fast_dropout:
         use_fast_dropout(run.model)                             # masks from 16-bit draws (chapter 8)
-    if resume:
-        assert out is not None                                  # checked by run_training
+    resumed = _resumes(run, out, resume)
+    if resumed:
+        assert out is not None                                  # checked by _resumes
         run.restore(out / "checkpoint.pt")
     else:
         _seed_everything(cfg.seed + 1 + 1000 * rank)            # each rank its own dropout masks
-    return run
+    return run, resumed
+
+
+def _resumes(run: RunState, out: Optional[Path], resume: Union[bool, str]) -> bool:
+    """Whether the run continues from `out/checkpoint.pt`: with `True` it must; with `"auto"` it
+    does when process 0 finds one, and starts fresh when there is none (unless the folder holds
+    another run's files). Process 0 decides; every process must then see the same file, or the
+    run is refused by name: `out` is not shared."""
+    if resume is False:
+        return False
+    if out is None:
+        raise ValueError(f"`resume={resume!r}` needs `out_dir`, the folder holding checkpoint.pt")
+    path = out / "checkpoint.pt"
+    mine, problem = path.is_file(), None
+    if run.rank == 0 and not mine:
+        problem = f"cannot resume: no checkpoint at {path}" if resume is True else _other_runs_files(run, out)
+    seen: list[Any] = [(mine, problem)]
+    if run.world > 1:
+        seen = [None] * run.world
+        dist.all_gather_object(seen, (mine, problem))
+    first, problem = seen[0]
+    if problem:
+        raise (FileNotFoundError if resume is True else ValueError)(problem)
+    odd = [r for r, (m, _) in enumerate(seen) if m != first]
+    if odd:
+        raise ValueError(f"cannot resume: process 0 {'finds' if first else 'finds no'} {path}, process(es) "
+                         f"{odd} {'none' if first else 'one'}: --out is not one folder that every machine "
+                         f"shares. Give every node the same --out on a shared disk (or a copy of the run's "
+                         f"folder), then resume")
+    return bool(first)
+
+
+def _other_runs_files(run: RunState, out: Path) -> Optional[str]:
+    """Why `--resume auto`, finding no checkpoint in `out`, must not start fresh there (None: it may).
+    A fresh start may replace only the files of this run killed before its first checkpoint."""
+    finished = [n for n in ("model.pt", "summary.json") if (out / n).exists()]
+    if finished:
+        return (f"--resume auto: {out} holds no checkpoint.pt but a run's {' and '.join(finished)}: another "
+                f"run's files, which a fresh start would overwrite; use an empty --out folder")
+    metrics = out / "metrics.jsonl"
+    records = read_metrics(metrics) if metrics.is_file() else []
+    start = next((r for r in records if r.get("kind") == "start"), None)
+    if not records:
+        return None
+    try:
+        run.check_plan(None if start is None else start.get("global_plan"), f"the run logged in {metrics}")
+    except ValueError as e:
+        return f"--resume auto: {out} holds another run's metrics.jsonl and no checkpoint.pt; {e}"
+    return None
 
 
 def _check_world(data: TrainingData, run: RunState) -> None:
@@ -537,20 +615,22 @@ def _step(run: RunState, step_model: nn.Module, epoch: _Epoch, data: TrainingDat
     run.optimizer.zero_grad(set_to_none=True)
     loss, gnorm, skipped = _forward_backward(run, step_model, epoch, first, data.pad_id)
     if run.plan.check_every_step:                               # a host value costs nothing on a CPU
-        loss_f, gnorm_f = float(loss), 0.0 if bool(skipped) else float(gnorm)
+        # the gradient norm is every process's (after DDP's all-reduce), the loss this process's
+        # share: with several processes a loss of its own waits for the log window's shared verdict
+        loss_f = float(loss) if run.world == 1 else 0.0
+        gnorm_f = 0.0 if bool(skipped) else float(gnorm)
         if not (math.isfinite(loss_f) and math.isfinite(gnorm_f)):
             run.save(ckpt_path)                                 # the weights before the bad update
-        _check_finite(loss_f, gnorm_f, None, st, run.lr(), ckpt_path)
+        _check_finite(loss_f, gnorm_f, None, f"at step {st['step'] + 1}", run.lr(), ckpt_path)
     run.scaler.step(run.optimizer)                              # fp16: skipped when the gradients overflowed
     run.scaler.update()
     run.scheduler.step()
-    end = min(first + run.plan.accumulate, len(epoch.batches))
+    i = first // run.plan.accumulate                           # the step's index in the epoch
     st["step"] += 1
-    st["batch_index"] = end
-    tokens, flops = sum(epoch.tokens[first:end]), sum(epoch.flops[first:end])
-    window.add(loss, gnorm, skipped, tokens, flops)
-    st["tokens"] += tokens * run.world
-    st["flops"] += flops * run.world
+    st["batch_index"] = min(first + run.plan.accumulate, len(epoch.batches))
+    window.add(loss, gnorm, skipped, epoch.step_tokens[i], epoch.step_flops[i])
+    st["tokens"] += epoch.step_tokens[i]                       # every process's tokens
+    st["flops"] += epoch.step_flops[i]
 
 
 class TrainingRun:
@@ -572,13 +652,11 @@ class TrainingRun:
     """
 
     def __init__(self, cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path, None] = None, *,
-                 resume: bool = False):
+                 resume: Union[bool, str] = False):
         out = Path(out_dir) if out_dir is not None else None
-        if resume and out is None:
-            raise ValueError("`resume=True` needs `out_dir`, the folder holding checkpoint.pt")
         self.cfg, self.data, self.out = cfg, data, out
         self.ckpt_path = out / "checkpoint.pt" if out is not None else None
-        self.state = _start(cfg, data, out, resume)
+        self.state, self.resumed = _start(cfg, data, out, resume)
         t0 = time.perf_counter()
         self.epoch = _prepare_epoch(data, self.st["epoch"], self.state, cfg.pad_to_multiple)
         self.st["batch_time_s"] = self.st.get("batch_time_s", 0.0) + time.perf_counter() - t0
@@ -626,9 +704,9 @@ def _after_step(run: RunState, data: TrainingData, window: _Window, budget: _Bud
     cfg, st = run.cfg, run.st
     if st["step"] % cfg.log_every == 0:
         scale = run.scaler.get_scale() if run.scaler.is_enabled() else None
-        rec = window.record(st, run.lr(), scale)
-        _check_finite(rec["loss"], rec["grad_norm_max"], scale, st, rec["lr"],
-                      ckpt_path if cfg.checkpoint_every else None)
+        rec, budget.out_of_time = window.record(st, run.lr(), scale, budget.late())
+        _check_finite(rec["loss"], rec["grad_norm_max"], scale, f"at the log record of step {st['step']}",
+                      rec["lr"], ckpt_path if cfg.checkpoint_every else None)   # the same verdict on every process
         metrics.write(rec)
         bar.set_postfix(loss=f"{rec['loss']:.3f}", tok_s=f"{rec['tokens_per_s']:.0f}",
                         lr=f"{rec['lr']:.2e}", refresh=False)
@@ -663,12 +741,12 @@ def _train(run: TrainingRun, metrics: _Metrics, progress: bool) -> str:
                desc=f"train {cfg.preset}", dynamic_ncols=True, mininterval=1.0)
     run.model.train()
     run.window.reset()
-    started = time.perf_counter()
+    budget.started = time.perf_counter()
     while True:
         since = time.perf_counter()
         if run.next_epoch():
             _exclude(st, "batch_time_s", run.window.pause(since), budget)   # nor is preparing an epoch
-        stopped_by = budget.spent(st, started)
+        stopped_by = budget.spent(st)
         if stopped_by:
             break
         run.step()
@@ -677,12 +755,12 @@ def _train(run: TrainingRun, metrics: _Metrics, progress: bool) -> str:
     bar.close()
     if run.window.steps:                                        # the last, partial window
         scale = run.state.scaler.get_scale() if run.state.scaler.is_enabled() else None
-        metrics.write(run.window.record(st, run.state.lr(), scale))
+        metrics.write(run.window.record(st, run.state.lr(), scale)[0])
     return stopped_by
 
 
 def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path, None] = None, *,
-                 resume: bool = False, progress: bool = True,
+                 resume: Union[bool, str] = False, progress: bool = True,
                  final_eval: Sequence[str] = ("greedy", "beam"),
                  peak_flops: Optional[float] = None) -> tuple[nn.Module, dict[str, Any]]:
     """Train a `Transformer` with the paper's recipe, select on validation, score the test set once.
@@ -714,7 +792,10 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
         cfg: the configuration (`TrainConfig.from_preset(...)`).
         data: the dataset (`TrainingData`).
         out_dir: the run's folder (None: no files, no resume).
-        resume: continue from `out_dir/checkpoint.pt`.
+        resume: continue from `out_dir/checkpoint.pt` (True); or `"auto"`: continue from it when
+            there is one, else start fresh (so that `torchrun --max-restarts=K` recovers a killed
+            run). A checkpoint of another global plan (processes, accumulation, data order) is
+            refused by name before anything runs.
         progress: show a tqdm progress bar (rank 0).
         final_eval: decoding methods (`"greedy"`, `"beam"`) scored on the test set; empty: none.
         peak_flops: the hardware's peak FLOP/s, to report model FLOPs utilisation (MFU).
@@ -725,9 +806,10 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
     """
     run = TrainingRun(cfg, data, out_dir, resume=resume)
     metrics = _Metrics(run.out / "metrics.jsonl" if run.out is not None and run.state.rank == 0 else None,
-                       keep_until_step=run.st["step"] if resume else None)
-    if not resume:
+                       keep_until_step=run.st["step"] if run.resumed else None)
+    if not run.resumed:
         metrics.write({"kind": "start", "step": 0, "preset": cfg.preset, "data": data.name,
+                       "global_plan": run.state.global_plan(),
                        "parameters": _n_params(run.state), "hardware": hardware_info(run.state.device),
                        "precision": run.plan.precision, "step_path": run.plan.path,
                        "bucket_shapes": run.plan.buckets, "accumulate": cfg.accumulate})
@@ -766,7 +848,7 @@ def _summary(run: RunState, data: TrainingData, stopped_by: str, peak_flops: Opt
         "config": asdict(cfg), "model_config": asdict(run.mcfg)}
     if peak_flops:
         summary["peak_flops"] = peak_flops
-        summary["mfu"] = summary["model_flops_per_s"] / (peak_flops * run.world)
+        summary["mfu"] = summary["model_flops_per_s"] / (peak_flops * run.world)   # FLOPs of every process
     return summary
 
 

@@ -41,6 +41,7 @@ class RunState:
     def __init__(self, cfg: TrainConfig, data: TrainingData, device: torch.device, rank: int, world: int):
         _seed_everything(cfg.seed)                                  # same initial weights on every rank
         self.cfg, self.device, self.rank, self.world = cfg, device, rank, world
+        self.data_name = data.name
         self.mcfg = cfg.model_config(data.vocab_size, data.pad_id)
         self.model = Transformer(self.mcfg).to(device)
         self.model.validate_args = False     # batches are checked on the CPU side: no device syncs
@@ -71,13 +72,26 @@ class RunState:
                 "scheduler": self.scheduler.state_dict(), "state": dict(self.st), "rng": rngs,
                 "snapshots": list(self.snapshots), "best": self.best,
                 "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
-                "config": asdict(self.cfg), "model_config": asdict(self.mcfg), "world_size": self.world})
+                "config": asdict(self.cfg), "model_config": asdict(self.mcfg), "world_size": self.world,
+                "global_plan": self.global_plan()})
+
+    def global_plan(self) -> dict[str, Any]:
+        """What decides the order of the data and which batches make each optimiser step: a
+        resume must keep all of it (`check_plan`)."""
+        return _global_plan(self.cfg, self.world, self.data_name, self.plan.buckets)
+
+    def check_plan(self, recorded: Optional[dict[str, Any]], what: str) -> None:
+        """Refuse, by name, to continue `what`, which recorded the global plan `recorded`, unless
+        this run's plan is the same."""
+        _check_same_plan(recorded, self.global_plan(), what)
 
     def restore(self, path: Path) -> None:
-        """Load what `save` wrote into this run: it continues as if it had never stopped."""
+        """Load what `save` wrote into this run: it continues as if it had never stopped. A
+        checkpoint of another global plan or model is refused before anything is loaded."""
         if not path.exists():
             raise FileNotFoundError(f"cannot resume: no checkpoint at {path}")
         ck = torch.load(path, map_location=self.device, weights_only=True)
+        self.check_plan(ck.get("global_plan"), f"the checkpoint {path}")
         if ck["model_config"] != asdict(self.mcfg):
             raise ValueError(f"cannot resume: the checkpoint's model {ck['model_config']} differs "
                              f"from this configuration's {asdict(self.mcfg)}")
@@ -106,3 +120,38 @@ class RunState:
     def note_validation(self, rec: dict[str, Any]) -> None:
         if "val_bleu" in rec and (self.best is None or rec["val_bleu"] > self.best[1]):
             self.best = (self.st["step"], rec["val_bleu"], _state_copy(self.model))
+
+
+def _global_plan(cfg: TrainConfig, world: int, data: str, buckets: bool) -> dict[str, Any]:
+    """A run's global plan: the processes and micro-batches of a step, the padded tokens of one
+    step over all of them (`global_batch`), and what fixes the data's order (the data, the seed,
+    the batch size, the sentence filter, the padded widths, bounded shapes or not)."""
+    return {"processes": world, "accumulate": cfg.accumulate,
+            "global_batch": cfg.max_tokens * world * cfg.accumulate, "data": data, "seed": cfg.seed,
+            "max_tokens": cfg.max_tokens, "max_sentence_tokens": cfg.max_sentence_tokens,
+            "pad_to_multiple": cfg.pad_to_multiple, "bucket_shapes": buckets}
+
+
+def _check_same_plan(recorded: Optional[dict[str, Any]], wanted: dict[str, Any], what: str) -> None:
+    """Refuse, with a `ValueError` naming each change and what would work, to resume from `what`
+    (which recorded the global plan `recorded`) with the plan `wanted`.
+
+    Every process reads its batches at the recorded position in the recorded order, and each
+    step divides by the counted tokens of the recorded micro-batches: with another number of
+    processes, another accumulation or another order it would read other batches, skip or repeat
+    some, and divide by another step's count. Even 2 processes × 1 micro-batch and 1 process × 2
+    micro-batches, the same global batch, are refused: each process drew its own dropout masks,
+    so the continuation would not be the run that stopped."""
+    if recorded is None:
+        raise ValueError(f"cannot resume from {what}: it records no global plan (processes, "
+                         f"accumulation, data order); it was written before plans were recorded: "
+                         f"start a new run in another folder")
+    changed = [f"{k} {recorded.get(k)!r} -> {v!r}" for k, v in wanted.items() if recorded.get(k) != v]
+    if changed:
+        n, k = recorded["processes"], recorded["accumulate"]
+        raise ValueError(
+            f"cannot resume from {what}: this command changes the run's global plan ({'; '.join(changed)}); "
+            f"a resume reads the recorded data order at the recorded position, step by step. Resume "
+            f"with what the run had ({n} process{'es' * (n > 1)} (torchrun --nproc_per_node={n}), "
+            f"--accumulate {k}, max_tokens={recorded['max_tokens']}, seed={recorded['seed']}, data "
+            f"{recorded['data']!r}), or start a new run in another --out folder")
