@@ -181,10 +181,15 @@ def test_a_pair_of_names_is_glossed_once_each():
 
 
 def test_a_pair_of_terms_may_be_shown_by_either_name():
+    """Post-LN / Pre-LN: chapter 6 glosses the Chinese names once; every other page writes them in
+    English, as Chinese writing does (the glossary's †)."""
     msgid = "A {term}`post-LN <Post-LN>` stack."
-    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`堆叠。") == []
-    assert _problems(msgid, "一个{term}`后置/前置层归一化 <Post-LN>`堆叠。") == []
-    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`（Post-LN）堆叠。", "chapters/06_encoder") == []
+    ch6 = ct.Page("chapters/06_encoder")
+    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`（Post-LN）堆叠。", ch6) == []
+    assert _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`堆叠。", ch6) == []
+    assert _problems(msgid, "一个{term}`后置/前置层归一化 <Post-LN>`堆叠。", ch6) == []
+    assert _problems(msgid, "一个 {term}`Post-LN <Post-LN>` 堆叠。") == []
+    assert any("write Post-LN" in p for p in _problems(msgid, "一个{term}`后置层归一化 <Post-LN>`堆叠。"))
     assert any("glossary says" in p for p in _problems(msgid, "一个{term}`层归一化 <Post-LN>`堆叠。"))
 
 
@@ -463,3 +468,22 @@ def test_spacing_leaves_german_quotes_and_a_closing_emphasis_alone():
     assert not [p for p in _problems("Quotes „…“ are kept.", "引号 „…“ 保持不变。") if p.startswith("spacing:")]
     assert not [p for p in _problems("**Residual Dropout** We apply it.", "**残差 dropout（Residual Dropout）** 我们应用它。")
                 if p.startswith("spacing:")]
+
+
+def test_a_glued_time_reads_in_chinese_units():
+    msgid = "It took {glue:text}`t` s."
+    assert any("秒" in p for p in _problems(msgid, "用时 {glue:text}`t` s。"))
+    assert _problems(msgid, "用时 {glue:text}`t` 秒。") == []
+
+
+def test_a_large_number_may_be_written_in_wan():
+    assert _problems("For 100,000 steps.", "训练 10 万步。") == []
+    assert _problems("For 300,000 steps.", "训练 300,000 步。") == []
+    assert any(p.startswith("number differs") for p in _problems("For 300,000 steps.", "训练 3 万步。"))
+
+
+def test_a_term_may_show_its_word_inside_a_compound():
+    """{term}`attention` in "attention probabilities" shows 注意力 (注意力概率), not 注意力机制."""
+    msgid = "{term}`attention <Attention>` probabilities"
+    assert _problems(msgid, "{term}`注意力 <Attention>`概率") == []
+    assert any("the glossary says" in p for p in _problems(msgid, "{term}`关注 <Attention>`概率"))

@@ -251,6 +251,7 @@ def number_problems(english: str, chinese: str) -> list[str]:
     wan_yi = [_value(m.group(1)) * FACTOR[m.group(2)] for m in SCALED_ZH.finditer(chinese)]
     missing = set(NUMBER.findall(english)) - set(NUMBER.findall(chinese))
     missing -= {d for d in missing if d in scaled and any(math.isclose(scaled[d], v) for v in wan_yi)}
+    missing -= {d for d in missing if _value(d) >= 1e4 and any(math.isclose(_value(d), v) for v in wan_yi)}
     if not missing:
         return []
     hints = [f"{d} {'million' if scaled[d] < 1e9 else 'billion'} is {_in_wan_yi(scaled[d])}"
@@ -337,7 +338,10 @@ def _term_roles(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> 
             problems.append(f"{{term}} target {target!r} is not in the glossary")
             continue
         idea = book.ideas.of_term(term)
-        if display not in chinese_names(term) and not (idea and display in idea.prose):
+        if idea and idea.prose and display in chinese_names(term) and page.name not in (idea.introduced, terms.GLOSSARY_PAGE):
+            problems.append(f"{{term}}`{found[i].content}`: write {' / '.join(idea.prose)} (the Chinese name "
+                            f"only on {idea.introduced}, which introduces it, and in the glossary)")
+        if display not in chinese_names(term) and not (idea and display in idea.prose + idea.accept):
             problems.append(f"{{term}}`{found[i].content}`: shows {display!r}, the glossary says {term.chinese!r}")
         first_here, idea = term not in page.seen, book.ideas.of_term(term)
         page.seen.add(term)
@@ -400,6 +404,7 @@ COMPARATIVE = re.compile(r"(?:快|慢|(?<!大)大(?!约)|小|(?<!差不)(?<![最
                          r"(?:\s*(?:到|至|~|～|–|-)\s*[\d.,〇⁰¹²³⁴⁵⁶⁷⁸⁹一二三四五六七八九十百千两几]+)?\s*倍")
 ENGLISH_NUMBER_WORD = re.compile(r"(?i)(?<![a-z])(million|billion)s?(?![a-z])")
 UNTITLED_REFERENCE = ("doc", "ref", "numref")
+ENGLISH_UNIT = re.compile(r"\s*(s|min|h)(?![A-Za-z])")   # "耗时 {glue:text}`t` s": 秒
 # The glossary's "† Usually written in English: NAME." names the English word: no idea's use of it.
 USUALLY_ENGLISH_EN = re.compile(r"†\s*\*?Usually written in English:\*?\s*[^.]*\.")
 USUALLY_ENGLISH_ZH = re.compile(r"†\s*\*?中文通常直接写英文\*?：\*?\s*[^。]*。")
@@ -427,6 +432,10 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
         problems.append(f"{m.group(0)!r} reads as (X+1) times in Chinese: write 是……的 {m.group('n')} 倍 "
                         f"(or 为……的 {m.group('n')} 倍)")
     for i, p in enumerate(found):
+        after = found[i + 1].content if i + 1 < len(found) and found[i + 1].kind == "text" else ""
+        if p.kind == "role" and p.name.startswith("glue") and (unit := ENGLISH_UNIT.match(after)):
+            problems.append(f"{p.source} {unit.group(1)}: a time in Chinese prose is written "
+                            f"{'秒' if unit.group(1) == 's' else '分钟' if unit.group(1) == 'min' else '小时'}")
         if p.kind == "role" and p.name in UNTITLED_REFERENCE and "<" not in p.content:
             before = found[i - 1].content[-1:] if i and found[i - 1].kind == "text" else ""
             after = found[i + 1].content[:1] if i + 1 < len(found) and found[i + 1].kind == "text" else ""
