@@ -74,8 +74,27 @@ def build(language: str, rebuild_all: bool) -> tuple[int, str]:
     if proc.returncode == 0 and language != "en":
         target = folder_of(language)
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(BUILD / language / "_build" / "html", target)
+        shutil.copytree(BUILD / language / "_build" / "html", target, ignore=shared_with_root(target))
     return proc.returncode, log
+
+
+# What every edition's build writes but only the site's root keeps: chapter 12b's translator (its
+# model and onnxruntime-web, 26 MB), which the other editions' pages load from the root's folders
+# (booktools.ext.web), so a reader who switches language downloads it once.
+SHARED = ("_static/translator", "translator-vendor")
+
+
+def shared_with_root(target: Path):
+    """A copytree `ignore` that leaves out of an edition's folder what it shares with the root."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder).relative_to(BUILD / language_of(target) / "_build" / "html").as_posix()
+        return {n for n in names if (n if here == "." else f"{here}/{n}") in SHARED}
+    return ignore
+
+
+def language_of(target: Path) -> str:
+    folders = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["language_editions"]
+    return next(language for language, folder in folders.items() if folder and HTML / folder == target)
 
 
 def warnings_in(log: str) -> list[str]:
