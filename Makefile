@@ -79,6 +79,19 @@ $(WEB_VENDOR_STAMP):
 	@touch $@
 vendor: $(WEB_VENDOR_STAMP)
 
+# axe-core, the accessibility checker that tests/test_web.py injects into every page of both
+# editions: a tool of the tests, kept out of the site (in _build, not book/_vendor).
+TEST_VENDOR := _build/test-vendor
+TEST_VENDOR_STAMP := $(TEST_VENDOR)/.fetched
+TEST_NPM_PKGS := axe-core@4.14.1
+$(TEST_VENDOR_STAMP):
+	@rm -rf $(TEST_VENDOR) && mkdir -p $(TEST_VENDOR)/axe-core
+	cd $(TEST_VENDOR) && npm pack --silent $(TEST_NPM_PKGS) >/dev/null \
+	  && tar -xzf axe-core-*.tgz -C axe-core --strip-components=1 package/axe.min.js package/LICENSE \
+	  && rm -f *.tgz
+	@touch $@
+vendor: $(TEST_VENDOR_STAMP)
+
 # The in-browser model (committed under book/_static/translator/model): re-export it from the
 # recorded run in runs/cpu-full (`make train PRESET=cpu-full`), then commit it together with the
 # run's record, which the script copies into results/cpu-full-web.
