@@ -424,6 +424,8 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
     problems += terms.unrendered(book.ideas, english, chinese, page.name, msgid, book.exempted)
     if re.search(r"——(?:§|〇)", text) and re.search(r"——(?:§|\{cite)", as_written(found)):
         problems.append("an attribution: a space after the dash, '—— §3.2' or '—— {cite:t}`…`'")
+    for m in re.finditer(r"(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]*)\s*[（(]\1[）)]", text):
+        problems.append(f"{m.group(0)!r}: the English in parentheses repeats the word before it")
     if re.search(r"\d\s*百万", text):
         problems.append("numbers: write 万 or 亿 (450 万, 2 亿), not 百万")
     if ENGLISH_NUMBER_WORD.search(text):
