@@ -168,6 +168,16 @@ test-other-cpu: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest tests -m "not book and not browser" -p no:nbval
 
+# Every exercise check against the book's solution and three other right answers, 300 calls each from
+# fresh seeds: none may be rejected (tests/test_exercises_sweep.py; `make test` runs it seeded, 2 calls).
+.PHONY: test-slow
+# Then the users' paths from fresh virtual environments outside the checkout (tests/test_acceptance.py:
+# a Colab-like runner of chapters 1, 5, 8 and 10 in both languages, an importer of the built wheel;
+# installs from PyPI; 23 minutes on 2 loaded cores).
+test-slow: export
+	EXERCISE_CALLS=300 $(PY) -m pytest tests/test_exercises_sweep.py -p no:nbval -p no:cacheprovider
+	$(PY) -m pytest tests/test_acceptance.py -m acceptance -p no:nbval -p no:cacheprovider
+
 nbval: $(STAMP)
 	$(PY) -m pytest chapters $(NBVAL_ARGS)
 

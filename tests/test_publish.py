@@ -64,6 +64,7 @@ def check_workflow(wf: dict) -> None:
     assert uses[0].startswith("actions/checkout@")
     assert re.search(r"apt-get install\b.*\bchromium\b.*\bnpm\b", runs), "Chromium and npm from apt"
     assert ".ci/run" in runs and "make test" in (ROOT / ".ci" / "run").read_text(), "the test step runs make test"
+    assert "make test-slow" in runs, "CI runs the slow tier (exercise sweeps, acceptance tests)"
     assert test["env"]["CI"] == "true", "under CI=true the browser tests fail instead of skipping"
     # the address setting (booktools.site) from the repository and commit the workflow runs in
     assert test["env"].get("BOOK_REPOSITORY") == "${{ github.repository }}", "BOOK_REPOSITORY from github.repository"
