@@ -792,10 +792,8 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
         cfg: the configuration (`TrainConfig.from_preset(...)`).
         data: the dataset (`TrainingData`).
         out_dir: the run's folder (None: no files, no resume).
-        resume: continue from `out_dir/checkpoint.pt` (True); or `"auto"`: continue from it when
-            there is one, else start fresh (so that `torchrun --max-restarts=K` recovers a killed
-            run). A checkpoint of another global plan (processes, accumulation, data order) is
-            refused by name before anything runs.
+        resume: continue from `out_dir/checkpoint.pt` (refused, by name, if its global plan is not
+            this run's); `"auto"`: from it when there is one, else fresh (`torchrun --max-restarts`).
         progress: show a tqdm progress bar (rank 0).
         final_eval: decoding methods (`"greedy"`, `"beam"`) scored on the test set; empty: none.
         peak_flops: the hardware's peak FLOP/s, to report model FLOPs utilisation (MFU).
@@ -808,11 +806,7 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
     metrics = _Metrics(run.out / "metrics.jsonl" if run.out is not None and run.state.rank == 0 else None,
                        keep_until_step=run.st["step"] if run.resumed else None)
     if not run.resumed:
-        metrics.write({"kind": "start", "step": 0, "preset": cfg.preset, "data": data.name,
-                       "global_plan": run.state.global_plan(),
-                       "parameters": _n_params(run.state), "hardware": hardware_info(run.state.device),
-                       "precision": run.plan.precision, "step_path": run.plan.path,
-                       "bucket_shapes": run.plan.buckets, "accumulate": cfg.accumulate})
+        metrics.write(_start_record(run.state, data))
     stopped_by = _train(run, metrics, progress)
     if cfg.final_checkpoint:
         t0 = time.perf_counter()
@@ -822,6 +816,15 @@ def run_training(cfg: TrainConfig, data: TrainingData, out_dir: Union[str, Path,
                       len(run.epoch.batches))
     run.model.eval()
     return run.model, summary if run.state.rank == 0 else {}
+
+
+def _start_record(run: RunState, data: TrainingData) -> dict[str, Any]:
+    """The first record of `metrics.jsonl`: what the run is, and its global plan (which
+    `resume="auto"` compares when a folder holds a log but no checkpoint)."""
+    return {"kind": "start", "step": 0, "preset": run.cfg.preset, "data": data.name,
+            "parameters": _n_params(run), "hardware": hardware_info(run.device),
+            "precision": run.plan.precision, "step_path": run.plan.path, "bucket_shapes": run.plan.buckets,
+            "accumulate": run.cfg.accumulate, "global_plan": run.global_plan()}
 
 
 def _n_params(run: RunState) -> int:
