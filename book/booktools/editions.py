@@ -121,7 +121,8 @@ def _catalogue(path: Path) -> dict[str, str]:
         return {}
     with path.open("rb") as f:
         cat = read_po(f)
-    return {m.id: m.string for m in cat if m.id and isinstance(m.id, str) and m.string and not m.fuzzy}
+    return {m.id: m.string for m in cat
+            if isinstance(m.id, str) and m.id and isinstance(m.string, str) and m.string and not m.fuzzy}
 
 
 def messages(chapter: Path, language: str) -> Optional[Messages]:
@@ -141,9 +142,9 @@ def translate_blocks(text: str, tr: Messages) -> str:
     """`text` (MyST between fences) with each paragraph, heading, list item and table cell that the
     catalogue translates replaced by its translation, the lines' quote and list markers kept."""
     lines = text.split("\n")
-    found = [t for t in myst.blocks(text) if t.type in ("inline", *MATH_BLOCKS) and t.map and t.content.strip()]
-    for tok in sorted(found, key=lambda t: t.map[0], reverse=True):
-        start, end = tok.map
+    found = [(t.map[0], t.map[1], t) for t in myst.blocks(text)
+             if t.type in ("inline", *MATH_BLOCKS) and t.map and t.content.strip()]
+    for start, end, tok in sorted(found, key=lambda f: f[0], reverse=True):
         if tok.type in MATH_BLOCKS:   # a display formula: its message keeps its lines
             msgstr = tr(tok.content.strip())
             if msgstr is not None:

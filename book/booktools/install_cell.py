@@ -34,17 +34,17 @@ import sys
 from pathlib import Path
 
 import nbformat
-import yaml
 
-from booktools.paths import ROOT
+from booktools import config
 INSTALL_MARK = "# Colab, Binder or a Python without this book's package"
 TIMER_MARK = "# The time of this run"
 TAGS = ["remove-cell"]   # hidden in the HTML book; there in the notebook a reader runs
 
 
-def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
-    """(url, branch) of the book's repository, as `_config.yml` sets them."""
-    repo = yaml.safe_load(config.read_text(encoding="utf-8"))["repository"]
+def repository(path: Path = config.CONFIG) -> tuple[str, str]:
+    """(url, branch) of the book's repository, as `_config.yml` sets them (the chapters' own cell;
+    the runner editions and the site take `booktools.site`'s setting)."""
+    repo = config.repository_settings(path)
     return repo["url"].rstrip("/"), repo.get("branch", "main")
 
 

@@ -23,21 +23,19 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
-import yaml
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
-from booktools.paths import ROOT
+from booktools import config
 
 
 @functools.lru_cache(maxsize=None)
 def parser() -> MarkdownIt:
     """The markdown-it parser MyST-Parser builds for the book's configuration."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    extensions = set(config.get("parse", {}).get("myst_enable_extensions", []))
+    extensions = config.myst_extensions()
     return create_md_parser(MdParserConfig(enable_extensions=extensions), RendererHTML)
 
 

@@ -30,8 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Optional
 
-import yaml
-
+from booktools import config
 from booktools.paths import ROOT
 
 PLACEHOLDER_OWNER = "OWNER"
@@ -64,10 +63,6 @@ class Repository:
         return f"https://github.com/{self.owner}/{self.name}" if self.owner else self.url
 
 
-def _config(config: Path) -> dict:
-    return yaml.safe_load(config.read_text(encoding="utf-8"))
-
-
 def _git(*args: str) -> str:
     try:
         proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
@@ -87,11 +82,11 @@ def parse(value: str, branch: str, source: str) -> Repository:
     raise SiteError(f"{SETTING}: expected owner/name (as github.repository) or a git URL, got {value!r}")
 
 
-def repository(env: Optional[Mapping[str, str]] = None, config: Path = ROOT / "_config.yml") -> Repository:
+def repository(env: Optional[Mapping[str, str]] = None, path: Path = config.CONFIG) -> Repository:
     """The book's repository: ``BOOK_REPOSITORY``, else the checkout's GitHub remote, else `_config.yml`
     (the placeholder, refused when ``BOOK_PUBLISH=1``)."""
     env = os.environ if env is None else env
-    repo_cfg = _config(config)["repository"]
+    repo_cfg = config.repository_settings(path)
     branch = repo_cfg.get("branch", "main")
     if env.get(SETTING):
         found = parse(env[SETTING], branch, SETTING)
@@ -111,16 +106,16 @@ def _remote() -> str:
     return _git("remote", "get-url", "origin")
 
 
-def site_url(env: Optional[Mapping[str, str]] = None, config: Path = ROOT / "_config.yml") -> str:
+def site_url(env: Optional[Mapping[str, str]] = None, path: Path = config.CONFIG) -> str:
     """The published book's address, ending in "/": ``BOOK_SITE_URL``, else `_config.yml`'s
     html.baseurl, else the GitHub Pages address of the repository."""
     env = os.environ if env is None else env
     if env.get("BOOK_SITE_URL"):
         return env["BOOK_SITE_URL"].rstrip("/") + "/"
-    base = (_config(config).get("html") or {}).get("baseurl") or ""
+    base = (config.config(path).get("html") or {}).get("baseurl") or ""
     if base:
         return base.rstrip("/") + "/"
-    repo = repository(env, config)
+    repo = repository(env, path)
     if not repo.owner:
         raise SiteError(f"BOOK_SITE_URL: the repository {repo.url!r} is not on GitHub, so the site's "
                         "address cannot be derived from it; set BOOK_SITE_URL")
