@@ -487,3 +487,15 @@ def test_a_term_may_show_its_word_inside_a_compound():
     msgid = "{term}`attention <Attention>` probabilities"
     assert _problems(msgid, "{term}`注意力 <Attention>`概率") == []
     assert any("the glossary says" in p for p in _problems(msgid, "{term}`关注 <Attention>`概率"))
+
+
+def test_the_words_of_a_formula_are_translated_and_the_rest_kept():
+    formula = "4 \\text{ layers} \\times 4 \\text{ matrices} \\times 512^2 = 4{,}194{,}304."
+    assert ct.is_formula(formula) and not ct.is_formula("A sentence with $x$.")
+    assert any("translate \\text{layers}" in p for p in _problems(formula, formula))
+    assert _problems(formula, formula.replace("layers", "层").replace("matrices", "个矩阵")) == []
+    changed = formula.replace("layers", "层").replace("matrices", "个矩阵").replace("512^2", "512^3")
+    assert any(p.startswith("maths differs") for p in _problems(formula, changed))
+    inline = "Each of the $4 \\text{ layers}$ counts."
+    assert any("translate" in p for p in _problems(inline, "每一层 $4 \\text{ layers}$ 都计入。"))
+    assert _problems(inline, "每一层 $4 \\text{ 层}$ 都计入。") == []

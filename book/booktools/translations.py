@@ -210,11 +210,39 @@ def _kept(text: str) -> dict[str, set[str]]:
     found = pieces(text)
     return {
         "role": {p.source for p in found if p.kind == "role" and p.name.split(":")[0] in KEPT_ROLES},
-        "maths": {p.source for p in found if p.kind == "math"},
+        "maths": {TEXT_IN_MATHS.sub(r"\\text{…}", p.source) for p in found if p.kind == "math"},
         "inline code": {p.source for p in found if p.kind == "code"},
         "link target": {p.content for p in found if p.kind == "link"},
         "number": {n for p in _words(found) for n in NUMBER.findall(p.content)},
     }
+
+
+# Words in a formula, `\text{ where masked}`: translated in the Chinese (the rest of the formula is kept).
+TEXT_IN_MATHS = re.compile(r"\\text\{[^{}]*\}")
+ENGLISH_IN_MATHS = re.compile(r"\\text\{((?=[^{}]*[A-Za-z]{3})(?:\s[^{}]*|[^{}]*\s|[^{}]*[A-Za-z]\s+[A-Za-z][^{}]*))\}")
+
+
+def is_formula(msgid: str) -> bool:
+    """A message that is a display formula (Sphinx writes a `$$` block's content as its own message)."""
+    rest = re.sub(r"\\(?:operatorname|mathrm|mathbf|mathit)\{[^{}]*\}", " ", TEXT_IN_MATHS.sub(" ", msgid))
+    rest = re.sub(r"\\[A-Za-z]+", " ", rest)
+    return "\\" in msgid and "$" not in msgid and not re.search(r"[A-Za-z]{3,}", rest)
+
+
+def _formula_words(text: str, formula: bool) -> set[str]:
+    maths = [text] if formula else [p.content for p in pieces(text) if p.kind == "math"]
+    return {m.group(1).strip() for f in maths for m in ENGLISH_IN_MATHS.finditer(f)}
+
+
+def formula_problems(msgid: str, text: str) -> list[str]:
+    """The English words of the English message's formulas (`\text{ layers}`) left in the Chinese; a
+    display formula kept as it is but for the words of its `\text{}`."""
+    formula = is_formula(msgid)
+    problems = [f"English words in a formula: translate \\text{{{w}}}"
+                for w in sorted(_formula_words(msgid, formula) & _formula_words(text, formula))]
+    if formula and TEXT_IN_MATHS.sub("", text) != TEXT_IN_MATHS.sub("", msgid):
+        problems.append("maths differs: a display formula is kept as it is, but for the words of its \\text{}")
+    return problems
 
 
 def stray_asterisks(text: str) -> int:
@@ -540,6 +568,9 @@ def exemption_problems(book: Book) -> list[Problem]:
 def check_message(msgid: str, msgstr: str, book: Book, page: Page) -> list[Problem]:
     """The problems of one translated message of `page`, which collects what the page's messages do."""
     text, whats = _structure(msgid, msgstr, book.quotes)
+    whats += formula_problems(msgid, text)
+    if is_formula(msgid):
+        return [Problem(page.name + ".po", msgid, w) for w in whats]
     whats += _kept_problems(msgid, text)
     found = pieces(text)
     whats += _term_roles(msgid, found, book, page)
