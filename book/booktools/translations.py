@@ -625,7 +625,8 @@ def check_glued(the_book: Optional[Book] = None, path: Path = GLUED) -> tuple[li
         else:
             done += 1
             chinese = str(m.string)
-            whats = number_problems(text, chinese) + _wording(text, pieces(chinese), the_book, Page("glued_values"))
+            whats = (number_problems(text, chinese) + _wording(text, pieces(chinese), the_book, Page("glued_values"))
+                     + spacing_problems(pieces(chinese)))
             problems += [Problem("glued_values.po", text, w) for w in whats]
     return problems, done, len(words)
 
