@@ -16,13 +16,16 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
 PYTEST_ARGS ?=
 
-.PHONY: help venv export vendor book translations notebooks lab test test-other-cpu unit nbval bench execute train clean web-model
+.PHONY: help venv export vendor book translations notebooks lab test test-quick test-other-cpu unit nbval bench execute train clean web-model
 
 help:
 	@echo "make book   build the HTML book into _build/html (the Chinese edition into _build/html/zh)"
 	@echo "make translations  update the Chinese edition's catalogues (locales/zh_CN) after an English change"
 	@echo "make test   run the whole test suite (unit, nbval, export sync, book build, browser),"
-	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16, and with plain kernels and 3 threads, runs them"
+	@echo "           then make test-other-cpu: chapters again as a CPU without AVX-512 or bf16, and with plain kernels and 3 threads, runs them;"
+	@echo "           it prints its 25 slowest tests"
+	@echo "make test-quick  the quick tier (minutes): unit, translation and lint checks, then strict nbval of the chapters"
+	@echo "           changed since QUICK_BASE (default HEAD: not yet committed), those out of date, and their readers"
 	@echo "make lab    open the chapters' runner editions in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...);"
 	@echo "           both languages: NN.ipynb in English, NN.zh.ipynb in Chinese (EDITIONS=zh_CN: only the Chinese ones)"
 	@echo "           LAB_DIR=chapters opens the MyST sources, for editing them"
@@ -143,7 +146,7 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sani
 	--nbval-cell-timeout=900
 
 test: export vendor
-	$(PY) -m pytest tests chapters $(NBVAL_ARGS) $(PYTEST_ARGS)
+	$(PY) -m pytest tests chapters $(NBVAL_ARGS) --durations=25 $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-cpu
 
 # The same verdict on other processors: the machine-sensitive chapters once more, as two other
@@ -181,6 +184,36 @@ test-slow: export
 nbval: $(STAMP)
 	$(PY) -m pytest chapters $(NBVAL_ARGS)
 
+# The quick tier (CONTRIBUTING, *The quick tier*): the tests that need neither the built book, a
+# browser nor a fresh venv, less the slow runs below (training, several processes, the GPU check's
+# smoke runs, an edition under nbval: make test runs them), then strict nbval of exactly the
+# chapters that differ from QUICK_BASE (HEAD: the changes not yet committed), those whose recorded
+# inputs changed, and the chapters that read from them (`booktools execute --changed`).
+BOOKTOOLS = $(PY) -m booktools
+QUICK_BASE ?= HEAD
+QUICK_DESELECT := \
+	--ignore=tests/test_distributed.py \
+	--deselect tests/test_gpu_path.py::test_gpu_check_smoke_runs_the_extras_when_asked \
+	--deselect tests/test_gpu_path.py::test_gpu_check_smoke_runs_the_core_bounded_by_steps \
+	--deselect tests/test_manners.py::test_compile_fullgraph_no_graph_break \
+	--deselect tests/test_training.py::test_ddp_two_processes_on_gloo \
+	--deselect tests/test_training.py::test_gpu_script_smoke_on_cpu \
+	--deselect tests/test_training.py::test_gpu_run_sh_smoke_on_multi30k \
+	--deselect tests/test_training.py::test_cli_runs_and_resumes \
+	--deselect tests/test_training.py::test_cli_under_torchrun_gloo \
+	--deselect tests/test_training.py::test_tiny_run_learns_and_writes_files \
+	--deselect tests/test_editions.py::test_an_edition_runs_top_to_bottom_under_nbval \
+	--deselect tests/test_mpl_backend.py::test_strict_nbval_sees_figures_under_agg \
+	--deselect tests/test_mpl_backend.py::test_execute_displays_figures_under_agg \
+	--deselect tests/test_mpl_backend.py::test_without_the_root_conftest_the_figure_is_missing \
+	--deselect tests/test_publish.py::test_install_cell_installs_the_package_in_a_fresh_venv
+test-quick: export
+	$(PY) -m pytest tests -m "not book and not browser and not acceptance" -p no:nbval --durations=10 \
+	  $(QUICK_DESELECT) $(PYTEST_ARGS)
+	@chapters="$$($(BOOKTOOLS) execute --changed $(QUICK_BASE))" || exit 2; \
+	  if [ -z "$$chapters" ]; then echo "no chapter changed since $(QUICK_BASE): none to run under nbval"; \
+	  else echo "strict nbval of:" $$chapters; $(PY) -m pytest $$chapters $(NBVAL_ARGS) -p no:cacheprovider; fi
+
 # Re-execute a chapter, then every chapter that reads what it writes, in order (chapter metadata
 # "book": "reads"/"writes", scripts/execute.py): Make runs a generated file with one stamp per chapter.
 # One recipe line, so that `make -n execute NB=...` writes that file and prints the plan (Make runs a
@@ -188,7 +221,7 @@ nbval: $(STAMP)
 EXECUTE_DIR := _build/execute
 execute: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make execute NB=chapters/XX.ipynb"; exit 2; }
-	$(PY) scripts/execute.py --makefile $(EXECUTE_DIR)/chapters.mk --since $(NB) \
+	$(BOOKTOOLS) execute --makefile $(EXECUTE_DIR)/chapters.mk --since $(NB) \
 	  && $(MAKE) --no-print-directory -f $(EXECUTE_DIR)/chapters.mk PY=$(PY)
 
 bench: $(STAMP)
