@@ -499,3 +499,10 @@ def test_the_words_of_a_formula_are_translated_and_the_rest_kept():
     inline = "Each of the $4 \\text{ layers}$ counts."
     assert any("translate" in p for p in _problems(inline, "每一层 $4 \\text{ layers}$ 都计入。"))
     assert _problems(inline, "每一层 $4 \\text{ 层}$ 都计入。") == []
+
+
+def test_a_variant_needs_its_own_context_each_time():
+    """检验 is right where the English says "test", once per "test": a second 检验 is a drift."""
+    english = "The package is tested, and its answers verified."
+    assert not [p for p in _problems(english, "软件包经过检验，答案也经过核对。") if "检验" in p]
+    assert any("'检验'" in p for p in _problems(english, "软件包经过检验，答案也经过检验。"))

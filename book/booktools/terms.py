@@ -44,12 +44,14 @@ class Variant:
     allowed_on: tuple[str, ...] = ()                   # pages where it is right
     say: str = ""                                      # what to write instead (default: the idea's word)
 
-    def applies(self, english: str, page: str) -> bool:
+    def applies(self, english: str, page: str, hits: int = 1) -> bool:
+        """Whether `hits` uses of the variant in a message of `page` are wrong: each use needs its own
+        English context ("检验" twice beside one "test" is one drift)."""
         if page in self.allowed_on:
             return False
         if self.if_english and not self.if_english.search(english):
             return False
-        return not (self.unless_english and self.unless_english.search(english))
+        return not (self.unless_english and len(self.unless_english.findall(english)) >= hits)
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ def drift(ideas: TermMap, english: str, prose: str, page: str) -> list[str]:
             hit = variant.word.search(prose)
             if hit and page == GLOSSARY_PAGE and any(hit.group(0).lower() in plurals(e) for e in idea.english):
                 continue                  # the glossary names a term's English: "† 中文通常直接写英文：LayerNorm"
-            if hit and variant.applies(english, page):
+            if hit and variant.applies(english, page, len(variant.word.findall(prose))):
                 instead = variant.say or idea.chinese
                 found.append(f"term map: {hit.group(0)!r} for {idea.name!r}: write {instead}")
     return found
