@@ -25,6 +25,16 @@ def _dropout(keep_prob="1-p", scale="1/(1-p)", eval_mode="identity", mask="eleme
     return f
 
 
+def _fixed_generator(x, p, training=True):
+    """A mask from a generator of its own, seeded the same at every call: the same numbers every time."""
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return torch.zeros_like(x)
+    keep = torch.rand(x.shape, generator=torch.Generator().manual_seed(0)) >= p
+    return x * keep / (1 - p)
+
+
 def test_ex4_right_answer_passes():
     v = ch08.ex4.check(_dropout())
     assert v.ok, v.message
@@ -38,9 +48,10 @@ DROPOUT_MISTAKES = [
     (_dropout(scale="(1-p)"), "you multiplied the survivors by 1 - p"),
     (_dropout(scale="1/p"), "you divided the survivors by p"),
     (lambda x, p, training=True: x.clone(), "drops nothing in training mode"),
-    (_dropout(mask="shared"), "every row got the same mask"),
-    (_dropout(mask="rows"), "each row is dropped or kept as a whole"),
-    (_dropout(fixed=True), "two calls gave the same mask"),
+    (_dropout(mask="shared"), "your masks are shared across the positions"),
+    (_dropout(mask="rows"), "your masks are shared across the features"),
+    (_dropout(fixed=True), "reseeds PyTorch's random generator"),
+    (_fixed_generator, "two calls gave the same mask"),
     (_dropout(inplace=True), "changed its argument x in place"),
     (_dropout(p_one="nan"), "with p=1 your dropout gives NaN"),
 ]

@@ -37,7 +37,7 @@ COUNT_MISTAKES = [
     (_counts(with_="no prompt"), "the prompt's p positions are scored too"),
     (_counts(with_="fed last"), "you fed the last new token"),
     (_counts(with_="square"), "you counted a whole square"),
-    (_counts(without="cubic"), "for n=1, p=1 the count without the cache is 1, you gave 0.166667"),
+    (_counts(without="cubic"), "for n=1, p=1 the count without the cache is 1, you gave 0.16667"),
 ]
 
 

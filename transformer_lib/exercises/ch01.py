@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from . import (Exercise, Forbidden, Fresh, Mistake, argument_order, call, describe,
-                                       expect_close, expect_tensor)
+                                       expect_close, expect_grad, expect_tensor, mismatch, routes)
 from ..attention import attention
 
 
@@ -29,15 +29,37 @@ _SOFTMAX_OPS = {"aten::_softmax": "PyTorch's softmax", "aten::softmax": "PyTorch
                 "aten::special_softmax": "PyTorch's softmax"}
 
 
+_SDPA_OPS = {f"aten::{op}": "PyTorch's fused attention" for op in (
+    "scaled_dot_product_attention", "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
+    "_native_multi_head_attention", "_safe_softmax")}
+
+
 def _no_softmax() -> Forbidden:
     """Exercise 2 writes the softmax itself: PyTorch's softmax (and log-softmax) is forbidden under every
-    name, and at the operator level, whatever door leads to it (F.softmin, nn.Softmin, sparse softmax ...)."""
+    name, and at the operator level, whatever door leads to it (F.softmin, nn.Softmin, sparse softmax ...);
+    so are the routes that compute it all the same: fused attention (whose weights are a softmax) and
+    PyTorch's decomposed softmax (torch._refs, torch._decomp)."""
     names = {torch.softmax: "torch.softmax", F.softmax: "torch.nn.functional.softmax",
              torch.Tensor.softmax: "Tensor.softmax", torch.special.softmax: "torch.special.softmax",
              torch._softmax: "torch._softmax", torch.log_softmax: "torch.log_softmax",
              F.log_softmax: "torch.nn.functional.log_softmax", torch.Tensor.log_softmax: "Tensor.log_softmax",
-             torch.special.log_softmax: "torch.special.log_softmax"}
-    return Forbidden(names, ops=_SOFTMAX_OPS, why="write it from torch.exp, a maximum and a sum")
+             torch.special.log_softmax: "torch.special.log_softmax",
+             F.scaled_dot_product_attention: "F.scaled_dot_product_attention (its weights are a softmax)",
+             F.multi_head_attention_forward: "F.multi_head_attention_forward (its weights are a softmax)"}
+    python = routes("torch._refs.softmax", "torch._refs.log_softmax", "torch._refs.special.softmax",
+                    "torch._refs.special.log_softmax", "torch._refs.nn.functional.softmax",
+                    "torch._refs.nn.functional.log_softmax", "torch._decomp.decompositions._softmax",
+                    "torch._decomp.decompositions._log_softmax", "torch._decomp.decompositions.safe_softmax")
+    return Forbidden(names, python, ops={**_SDPA_OPS, **_SOFTMAX_OPS},
+                     why="write it from torch.exp, a maximum and a sum")
+
+
+def _mag(s: torch.Tensor) -> float:
+    """The largest finite |score|: the magnitude whose rounding decides how close a right softmax gets."""
+    finite = s[torch.isfinite(s)]
+    return finite.abs().max().item() if finite.numel() else 1.0
 
 
 def _softmax(answer, s: torch.Tensor, what: str):
@@ -72,14 +94,14 @@ def _check_softmax(answer) -> None:
         raise Mistake(_square_mistake(out, s))
     B, Lq, Lk = draw.ints(3, 2, 7)                                              # (B, L_q, L_k), all different
     s = 3 * draw.randn(B, Lq, Lk)
-    expect_close(_softmax(answer, s, f"your softmax of a {tuple(s.shape)} batch"), torch.softmax(s, dim=-1),
+    expect_close(_softmax(answer, s, f"your softmax of a {tuple(s.shape)} batch"), torch.softmax(s.double(), dim=-1), scale=_mag(s),
                  message=f"your softmax is right for a square matrix but wrong for a {tuple(s.shape)} batch of "
                  f"scores: it must work over the last axis of any shape")
     s = draw.randn(Lq, Lk, dtype=torch.float64)                                 # float64 in, float64 out
-    expect_close(_softmax(answer, s, "your softmax of float64 scores"), torch.softmax(s, dim=-1),
+    expect_close(_softmax(answer, s, "your softmax of float64 scores"), torch.softmax(s, dim=-1), scale=_mag(s),
                  message="your softmax is wrong for float64 scores")
     v = torch.tensor([1.0, 2.0, 3.0])                                           # one row, 1-D
-    expect_close(_softmax(answer, v, "your softmax of a 1-D row"), torch.softmax(v, dim=-1),
+    expect_close(_softmax(answer, v, "your softmax of a 1-D row"), torch.softmax(v.double(), dim=-1), scale=3.0,
                  message="your softmax of the 1-D row (1, 2, 3) is wrong: it must work on any number of "
                  "dimensions, over the last one")
     big = torch.tensor([[1000.0, 999.0, 998.0]])                               # would overflow exp()
@@ -87,23 +109,46 @@ def _check_softmax(answer) -> None:
     if isinstance(out, torch.Tensor) and out.shape == big.shape and not torch.isfinite(out[0]).all():
         raise Mistake("your softmax overflows: exp(1000) is inf in float32; subtract each row's maximum first")
     expect_close(expect_tensor(out, big.shape, what="your softmax of scores near 1000", dtype=big.dtype),
-                 torch.softmax(big, dim=-1), message="your softmax is wrong for scores near 1000")
+                 torch.softmax(big.double(), dim=-1), scale=1000.0, message="your softmax is wrong for scores near 1000")
     apart = torch.tensor([[1000.0, 999.0], [-1000.0, -1001.0]])                 # rows far apart from each other
     out = call(answer, apart, what="your softmax", forbidden=_no_softmax())
     if isinstance(out, torch.Tensor) and out.shape == apart.shape and not torch.isfinite(out[1]).all():
         raise Mistake("you subtracted one maximum for the whole tensor: the row near -1000 underflows to 0/0; "
                       "subtract each row's own maximum")
     expect_close(expect_tensor(out, apart.shape, what="your softmax of rows near +1000 and -1000", dtype=apart.dtype),
-                 torch.softmax(apart, dim=-1), message="your softmax is wrong for a row near -1000")
+                 torch.softmax(apart.double(), dim=-1), scale=1001.0, message="your softmax is wrong for a row near -1000")
     masked = torch.tensor([[0.5, float("-inf"), 2.0, float("-inf")]])           # masked scores are -inf
-    expect_close(_softmax(answer, masked, "your softmax of a row with -inf scores"), torch.softmax(masked, dim=-1),
-                 message="a score of -inf must get weight exactly 0, the others sum to 1: your softmax gets the "
+    expect_close(_softmax(answer, masked, "your softmax of a row with -inf scores"), torch.softmax(masked.double(), dim=-1),
+                 scale=2.0, message="a score of -inf must get weight exactly 0, the others sum to 1: your softmax gets the "
                  "row (0.5, -inf, 2, -inf) wrong")
+    _check_drawn_softmax(answer, draw)
+
+
+_HALF_RANGE = {torch.float16: 30.0, torch.bfloat16: 9.0}          # float16 overflows exp() above 11
+
+
+def _check_drawn_softmax(answer, draw: Fresh) -> None:
+    """Scores of every floating dtype, 1 to 4 axes, contiguous or not, of magnitude up to 1000 (half
+    precision: 30 and 9), drawn anew; compared within the precision of the dtype at that magnitude."""
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        shape = [draw.int(2, 6) for _ in range(draw.int(3 if dtype == torch.float32 else 1, 4))]
+        mag = _HALF_RANGE.get(dtype) or draw.choice((1.0, 30.0, 1000.0))
+        s = draw.tensor(*shape, dtype=dtype, low=-mag, high=mag, noncontiguous=bool(draw.int(0, 1)))
+        if dtype == torch.float32:                                   # float32: transposed in memory, every call
+            s = s.transpose(-2, -1).contiguous().transpose(-2, -1)
+        else:
+            s = draw.layout(s)
+        name = f"your softmax of {describe(s)}{'' if s.is_contiguous() else ' (not contiguous)'}, scores up to ±{mag:g}"
+        expect_close(_softmax(answer, s, name), torch.softmax(s.double(), dim=-1), scale=mag,
+                     message=f"{name} is wrong")
+    s = draw.randn(draw.int(2, 4), draw.int(2, 6), dtype=torch.float64)
+    expect_grad(answer, lambda t: torch.softmax(t, dim=-1), (s,), ("s",), what="your softmax", forbidden=_no_softmax())
 
 
 ex2 = Exercise("01", 2, "a softmax that cannot overflow", _check_softmax,
-               "your softmax equals torch.softmax over the last axis, on a batch of rows, a 1-D row, scores near "
-               "±1000 and scores of -inf, and calls no softmax of PyTorch's.")
+               "your softmax equals torch.softmax over the last axis, within the precision of each dtype, on a batch "
+               "of rows, a 1-D row, 1 to 4 axes in float16, bfloat16, float32 and float64, contiguous or not, scores "
+               "near ±1000 and scores of -inf; gradients flow through it, and it calls no softmax of PyTorch's.")
 
 
 def _scores_softmax(q, k, v, scale, mask=None, fill=float("-inf"), dim=-1):
@@ -112,13 +157,6 @@ def _scores_softmax(q, k, v, scale, mask=None, fill=float("-inf"), dim=-1):
     if mask is not None:
         s = s.masked_fill(~mask, fill)
     return torch.softmax(s, dim=dim) @ v
-
-
-_SDPA_OPS = {f"aten::{op}": "PyTorch's fused attention" for op in (
-    "scaled_dot_product_attention", "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
-    "_native_multi_head_attention", "_safe_softmax")}
 
 
 def _no_library() -> Forbidden:
@@ -254,15 +292,65 @@ def _check_attention(answer) -> None:
                         dtype=q.dtype)
     want, want_w = attention(q, k, v, mask=mask)
     if not _same(out, want):
-        raise Mistake(_mask_mistake(out, q, k, v, mask))
+        message = _mask_mistake(out, q, k, v, mask)
+        if message.startswith("your output with a mask differs"):
+            _check_far_scores(answer, draw, strict=False)              # a finite fill, named if it is one
+        raise Mistake(message)
     if weights is not None:
         if not isinstance(weights, torch.Tensor) or weights.shape != want_w.shape or not _same(weights, want_w):
             raise Mistake("your output is right but the weights you return are not the ones that mixed the values "
                           f"(expected a tensor of shape {tuple(want_w.shape)}, each row summing to 1)")
     _check_fully_masked(answer, q, k, v, mask)
+    _check_far_scores(answer, draw)
+    _check_drawn_attention(answer, draw)
+
+
+def _check_far_scores(answer, draw: Fresh, strict: bool = True) -> None:
+    """Every allowed score far below 0 (about -100 √d_k): a finite fill such as -16 or -100 outweighs them,
+    and the masked keys share the weight. With `strict`, any other difference is named too."""
+    B, h, Lq, Lk = 2, 2, draw.int(3, 6), draw.int(3, 6)
+    dk, dv = draw.int(2, 6), draw.int(2, 6)
+    q, k = 10 + 0.5 * draw.randn(B, h, Lq, dk), -(10 + 0.5 * draw.randn(B, h, Lk, dk))
+    v = draw.randn(B, h, Lk, dv)
+    mask = draw.rand(B, 1, Lq, Lk) > 0.5
+    mask[..., 0], mask[..., 1] = True, False
+    out, _ = _output(answer, q, k, v, mask=mask)
+    out = expect_tensor(out, (B, h, Lq, dv), what="your output for scores far below 0", dtype=q.dtype)
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(dk)
+    gap = mismatch(out, attention(q.double(), k.double(), v.double(), mask=mask)[0], scale=scores.abs().max().item())
+    if gap is None:
+        return
+    spread = (~mask).to(v.dtype) / (~mask).sum(-1, keepdim=True)          # uniform weight on the masked keys
+    if _same(out, spread @ v, atol=1e-3):
+        raise Mistake(f"with every allowed score far below 0 (near {scores.max().item():.0f}) your masked keys get "
+                      f"the weight: a finite fill such as -16 is not below them; fill the masked scores with -inf")
+    if strict:
+        raise Mistake(f"your output for allowed scores far below 0 differs from attention(q, k, v, mask=mask): {gap}")
+
+
+def _check_drawn_attention(answer, draw: Fresh) -> None:
+    """float64 and float32 inputs of 3 and 4 axes in layouts drawn anew (contiguous or not), then gradients."""
+    for dtype, lead in ((torch.float64, (draw.int(1, 3),)), (torch.float32, (draw.int(1, 3), draw.int(1, 3)))):
+        Lq, Lk, dk, dv = (draw.int(1, 7) for _ in range(4))
+        q, k, v = (draw.layout(draw.tensor(*lead, n, d, dtype=dtype, low=-3, high=3, noncontiguous=bool(draw.int(0, 1))))
+                   for n, d in ((Lq, dk), (Lk, dk), (Lk, dv)))
+        mask = draw.rand(*lead, Lq, Lk) > 0.3
+        mask[..., 0] = True
+        out, _ = _output(answer, q, k, v, mask=mask)
+        name = f"your output for {_dtype_name(q)} q {tuple(q.shape)}{'' if q.is_contiguous() else ' (not contiguous)'}"
+        out = expect_tensor(out, (*lead, Lq, dv), what=name, dtype=dtype)
+        expect_close(out, attention(q.double(), k.double(), v.double(), mask=mask)[0], scale=9.0 * dk ** 0.5,
+                     message=f"{name} differs from attention(q, k, v, mask=mask)")
+    expect_grad(answer, lambda q, k, v, m: attention(q, k, v, mask=m), (q.double(), k.double(), v.double(), mask),
+                ("q", "k", "v", "mask"), what="your attention", forbidden=_no_library())
+
+
+def _dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
 
 
 ex3 = Exercise("01", 3, "attention with a mask, written by you", _check_attention,
                "your attention equals transformer_lib.attention: 2-D and (B, h, L, d) inputs with L_q ≠ L_k and "
-               "d_k ≠ d_v, a mask that broadcasts over the heads, and a query with nothing to attend to; it calls "
+               "d_k ≠ d_v, float32 and float64 in any memory layout, a mask that broadcasts over the heads, allowed "
+               "scores far below 0, and a query with nothing to attend to; gradients flow through it; it calls "
                "neither transformer_lib.attention nor F.scaled_dot_product_attention.")

@@ -9,7 +9,7 @@ __all__ = ['ex2', 'ex3', 'ex4']
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import Exercise, Fresh, Mistake, call, expect_number
+from . import Exercise, Fresh, Mistake, call, digits, expect_number
 from ..masks import causal_mask
 from ..multihead import MultiHeadAttention
 
@@ -33,7 +33,8 @@ def _check_flops(answer) -> None:
         want = _counted_flops(L, d, h)
         if got == want:
             continue
-        d_k, where = d // h, f"for L = {L}, d_model = {d}, h = {h} you return {got:g}, PyTorch counts {want}"
+        mine, theirs = digits(got, want)
+        d_k, where = d // h, f"for L = {L}, d_model = {d}, h = {h} you return {mine}, PyTorch counts {theirs}"
         if got == 2 * (4 * L * d * d + 2 * L * L * d * h):
             raise Mistake(f"{where}: you multiplied the attention by h; one head's scores cost L²·d_k, so all h heads "
                           f"together cost L²·d_model")
@@ -67,7 +68,8 @@ def _check_half_length(answer) -> None:
     for d, got in zip(widths, answers):
         if got == 2 * d:
             continue
-        where = f"for d_model = {d} you return {got:g}, expected {2 * d}"
+        mine, theirs = digits(got, 2 * d)
+        where = f"for d_model = {d} you return {mine}, expected {theirs}"
         if got == d:
             raise Mistake(f"{where}: the L² terms are 2 L² d (scores and weighted sums), the projections 4 L d² "
                           f"(W^Q, W^K, W^V and W^O): set the two equal")
@@ -84,7 +86,8 @@ ex3 = Exercise("03", 3, "the length at which the L² terms are half of the FLOPs
 
 
 def _check_torch_causal(answer) -> None:
-    for L in (5, 1, 8, Fresh().int(2, 40)):                             # the last drawn anew at every call
+    draw = Fresh()                                                      # the last three drawn anew at every call:
+    for L in (5, 1, 8, draw.int(2, 40), draw.int(130, 300), draw.int(2049, 2300)):   # past int8, float16, a small table
         got = call(answer, L, what="your torch_causal_mask")
         if not isinstance(got, torch.Tensor):
             raise Mistake(f"your mask should be a torch.Tensor; got {type(got).__name__}")

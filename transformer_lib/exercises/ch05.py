@@ -6,6 +6,7 @@
 __all__ = ['ex1', 'ex4']
 
 # %% ../../chapters/05_masking.ipynb #58e8ad5f
+import numbers
 from typing import Any, Callable
 
 import torch
@@ -28,8 +29,11 @@ def _first_difference(got: torch.Tensor, want: torch.Tensor, L: int, P: int) -> 
 
 def _check_prefix_lm(answer: Callable[[int, int], Any]) -> None:
     draw = Fresh()
-    L = draw.int(2, 12)                                       # one case drawn anew at every call
-    for L, P in ((5, 3), (6, 2), (4, 4), (4, 0), (5, 1), (L, draw.int(0, L)), (1, 1), (1, 0)):
+    L = draw.int(2, 12)                                       # cases drawn anew at every call: lengths past the
+    long = draw.int(130, 300)                                 # int8 range (127) and past float16's whole numbers
+    longer = draw.int(2049, 2300)                             # (2048), and past any small table built once
+    for L, P in ((5, 3), (6, 2), (4, 4), (4, 0), (5, 1), (L, draw.int(0, L)), (1, 1), (1, 0),
+                 (long, draw.int(0, long)), (longer, draw.int(1, longer))):
         out = call(answer, L, P, what="your prefix_lm_mask")
         if isinstance(out, torch.Tensor) and out.dtype != torch.bool:
             raise Mistake(f"your mask is {out.dtype}; the library's masks are torch.bool, True where a "
@@ -70,7 +74,7 @@ def _check_prefix_lm(answer: Callable[[int, int], Any]) -> None:
 
 ex1 = Exercise("05", 1, "the mask of a prefix language model", _check_prefix_lm,
                "your mask is the causal mask plus the block of the prefix, for P = 0, 1, part of L and "
-               "all of L: the same as causal_mask(L) | (torch.arange(L) < P).")
+               "all of L, L up to 2300: the same as causal_mask(L) | (torch.arange(L) < P).")
 
 
 def _check_agreeing(answer: Any) -> None:
@@ -79,10 +83,12 @@ def _check_agreeing(answer: Any) -> None:
         answer = answer.tolist()
     if isinstance(answer, int) and not isinstance(answer, bool):
         answer = [answer]
+    if isinstance(answer, numbers.Integral) and not isinstance(answer, bool):
+        answer = [answer]
     if not isinstance(answer, (set, frozenset, list, tuple)) or \
-            not all(isinstance(t, int) and not isinstance(t, bool) for t in answer):
+            not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in answer):
         raise Mistake(f"give the agreeing positions as a set of ints, such as {{0, 2}}; got {answer!r}")
-    got = set(answer)
+    got = {int(t) for t in answer}                            # NumPy and torch integers too
     if got == {T - 1}:
         return
     if got == set(range(T)):

@@ -8,11 +8,14 @@ __all__ = ['ex5', 'ex6']
 # %% ../../chapters/06_encoder.ipynb #3f5211fd
 from typing import Any, Callable
 
+import copy
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import Exercise, Forbidden, Fresh, Mistake, argument_order, call, expect_tensor
+from . import (Exercise, Forbidden, Fresh, Mistake, argument_order, call, expect_grad, expect_tensor,
+                                       mismatch, routes)
 
 
 def _same(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5) -> bool:
@@ -63,13 +66,29 @@ def _ln_order(answer: Callable[..., Any], x: torch.Tensor, gamma: torch.Tensor, 
 
 def _no_layer_norm() -> Forbidden:
     """Exercise 5 writes the norm from mean, var and sqrt: PyTorch's layer norm is forbidden under every
-    name (F.layer_norm, torch.layer_norm, nn.LayerNorm) and at the operator level."""
-    return Forbidden({F.layer_norm: "F.layer_norm", torch.layer_norm: "torch.layer_norm",
-                      F.group_norm: "F.group_norm", torch.group_norm: "torch.group_norm"},
-                     ops={"aten::native_layer_norm": "PyTorch's layer norm", "aten::layer_norm": "PyTorch's layer norm",
-                          "aten::native_group_norm": "PyTorch's group norm", "aten::rms_norm": "PyTorch's RMS norm",
-                          "aten::_fused_rms_norm": "PyTorch's RMS norm"},
-                     why="write it from mean, var and sqrt")
+    name (F.layer_norm, torch.layer_norm, nn.LayerNorm) and at the operator level; so are the other norms
+    that compute it all the same (group norm with one group, batch or instance norm of the transposed
+    tokens, RMS norm of the centred input) and PyTorch's decomposed norms (torch._refs, torch._decomp)."""
+    names = {F.layer_norm: "F.layer_norm", torch.layer_norm: "torch.layer_norm", F.group_norm: "F.group_norm",
+             torch.group_norm: "torch.group_norm", F.batch_norm: "F.batch_norm", torch.batch_norm: "torch.batch_norm",
+             F.instance_norm: "F.instance_norm", torch.instance_norm: "torch.instance_norm"}
+    names.update({f: n for f, n in ((getattr(F, "rms_norm", None), "F.rms_norm"),
+                                    (getattr(torch, "rms_norm", None), "torch.rms_norm")) if f is not None})
+    norm = {"layer": "PyTorch's layer norm", "group": "PyTorch's group norm", "batch": "PyTorch's batch norm",
+            "instance": "PyTorch's instance norm", "rms": "PyTorch's RMS norm"}
+    ops = {"aten::native_layer_norm": norm["layer"], "aten::layer_norm": norm["layer"],
+           "aten::native_group_norm": norm["group"], "aten::group_norm": norm["group"],
+           "aten::rms_norm": norm["rms"], "aten::_fused_rms_norm": norm["rms"],
+           "aten::batch_norm": norm["batch"], "aten::native_batch_norm": norm["batch"],
+           "aten::_native_batch_norm_legit": norm["batch"], "aten::_native_batch_norm_legit_no_training": norm["batch"],
+           "aten::_batch_norm_impl_index": norm["batch"], "aten::_batch_norm_with_update": norm["batch"],
+           "aten::_batch_norm_no_update": norm["batch"], "aten::instance_norm": norm["instance"]}
+    python = routes("torch._refs.nn.functional.layer_norm", "torch._refs.native_layer_norm",
+                    "torch._refs.nn.functional.group_norm", "torch._refs.native_group_norm",
+                    "torch._decomp.decompositions.native_batch_norm",
+                    "torch._decomp.decompositions._native_batch_norm_legit",
+                    "torch._decomp.decompositions._fused_rms_norm")
+    return Forbidden(names, python, ops=ops, why="write it from mean, var and sqrt")
 
 
 def _ln_cases(draw: Fresh, d: int) -> list[tuple[str, torch.Tensor, float]]:
@@ -81,7 +100,23 @@ def _ln_cases(draw: Fresh, d: int) -> list[tuple[str, torch.Tensor, float]]:
             ("a batch with eps=1e-2", 0.05 * draw.randn(L, B, d), 1e-2),
             (f"a ({shape(L + B, d)}) matrix", draw.randn(L + B, d), 1e-5),
             (f"a ({shape(2, B, L, d)}) tensor", draw.randn(2, B, L, d), 1e-5),
-            (f"a float64 ({shape(B, L, d)}) batch", draw.randn(B, L, d, dtype=torch.float64), 1e-5)]
+            (f"a float64 ({shape(B, L, d)}) batch", draw.randn(B, L, d, dtype=torch.float64), 1e-5),
+            ("a batch of variance about 1e-6 with eps=1e-8", 1e-3 * draw.randn(B, L, d), 1e-8),
+            (f"a ({shape(L, B, d)}) batch laid out transposed in memory",
+             (2 * draw.randn(L, d, B) - 1).transpose(-2, -1), 1e-5),
+            (f"a non-contiguous ({shape(B, L, d)}) batch", draw.tensor(B, L, d, low=-4, high=6, noncontiguous=True),
+             draw.choice((1e-5, 1e-6))),
+            (f"a float16 ({shape(B, d)}) batch", draw.tensor(B, d, dtype=torch.float16, low=-3, high=3), 1e-5),
+            (f"a bfloat16 ({shape(2, B, L, d)}) tensor", draw.tensor(2, B, L, d, dtype=torch.bfloat16, low=-3, high=3),
+             1e-5)]
+
+
+def _ln_scale(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float) -> float:
+    """The magnitude whose rounding decides how close a right layer norm gets: |x| over each token's
+    standard deviation, times γ, plus β."""
+    x = x.double()
+    spread = (x.abs().amax(-1) / torch.sqrt(x.var(-1, unbiased=False) + eps)).max().item()
+    return spread * gamma.double().abs().max().item() + beta.double().abs().max().item()
 
 
 def _check_layer_norm(answer: Callable[..., Any]) -> None:
@@ -104,18 +139,18 @@ def _check_layer_norm(answer: Callable[..., Any]) -> None:
         out = expect_tensor(out, x.shape, what=f"your layer norm of {name}", dtype=x.dtype)
         variants = _ln_variants(x.double(), g_.double(), b_.double(), eps)
         want = variants.pop("")
-        if _same(out, want):
+        gap = mismatch(out, want, scale=_ln_scale(x, g_, b_, eps))
+        if gap is None:
             continue
         gaps = {message: (out.double() - wrong).abs().max().item() for message, wrong in variants.items()
                 if wrong.shape == out.shape}
         nearest = min(gaps, key=lambda m: gaps[m])            # the mistake closest to the answer, if close
-        if gaps[nearest] < 1e-3:
+        if gaps[nearest] < min(1e-3, (out.double() - want).abs().max().item()):
             raise Mistake(nearest)
         if eps != 1e-5 and _same(out, _ln_variants(x.double(), g_.double(), b_.double(), 1e-5)[""]):
-            raise Mistake("your layer norm ignores its eps argument (it used 1e-5 when given 1e-2)")
+            raise Mistake(f"your layer norm ignores its eps argument (it used 1e-5 when given {eps:g})")
         _ln_order(answer, x, g_, b_, eps)
-        raise Mistake(f"on {name} your layer norm differs from F.layer_norm by up to "
-                      f"{(out.double() - want).abs().max().item():.3g}")
+        raise Mistake(f"on {name} your layer norm differs from F.layer_norm: {gap}")
     flat = torch.full((1, 3, d), 2.5)                           # every feature equal: variance 0
     out = call(answer, flat, gamma, beta, 1e-5, what="your layer norm", forbidden=_no_layer_norm())
     if not isinstance(out, torch.Tensor) or not torch.isfinite(out).all():
@@ -123,11 +158,16 @@ def _check_layer_norm(answer: Callable[..., Any]) -> None:
                       "the square root")
     if not _same(out, F.layer_norm(flat, (d,), gamma, beta, 1e-5)):
         raise Mistake("a token whose features are all equal should come out as beta")
+    x = draw.randn(2, 3, d, dtype=torch.float64)
+    expect_grad(answer, lambda x, g, b, eps: F.layer_norm(x, x.shape[-1:], g, b, eps),
+                (x, gamma.double(), beta.double(), 1e-5), ("x", "gamma", "beta", "eps"), what="your layer norm",
+                forbidden=_no_layer_norm())
 
 
 ex5 = Exercise("06", 5, "layer normalisation by hand", _check_layer_norm,
-               "your layer norm equals F.layer_norm on 2-, 3- and 4-D inputs, small variances, "
-               "another eps and a token of equal features.")
+               "your layer norm equals F.layer_norm within the precision of each dtype, on 2-, 3- and 4-D "
+               "inputs in float16, bfloat16, float32 and float64, contiguous or not, small variances, eps from 1e-8 "
+               "to 1e-2 and a token of equal features; gradients reach x, gamma and beta.")
 
 
 def _sublayer_variants(x: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor], norm: nn.Module,
@@ -188,11 +228,10 @@ def _check_sublayer(answer: Callable[..., Any]) -> None:
         norm.bias.uniform_(-0.5, 0.5, generator=g)
     keep = (torch.rand(B, L, d, generator=g) > 0.3).float() / 0.7        # a fixed dropout mask
     dropout = lambda t: t * keep
+    mine = copy.deepcopy(norm)                                            # the check's own copies, never passed
+    x0, w0, keep0 = x.clone(), w.clone(), keep.clone()
     with torch.no_grad():
         for norm_first in (False, True):
-            variants = _sublayer_variants(x, sublayer, norm, dropout, norm_first)
-            want = variants.pop("")
-
             def order() -> None:                                          # right with the arguments moved?
                 said = argument_order(answer, (x.clone(), sublayer, norm, dropout, norm_first),
                                       ("x", "sublayer", "norm", "dropout", "norm_first"),
@@ -204,9 +243,14 @@ def _check_sublayer(answer: Callable[..., Any]) -> None:
                 out = call(answer, x.clone(), sublayer, norm, dropout, norm_first, what="your sub-layer connection")
                 out = expect_tensor(out, x.shape, what=f"your output (norm_first={norm_first})", dtype=x.dtype)
             except Mistake as m:
+                variants = _sublayer_variants(x0, lambda t: torch.tanh(t @ w0) * 3, mine, lambda t: t * keep0,
+                                              norm_first)
+                want = variants.pop("")
                 if callable(answer) and "in place" not in str(m):
                     order()
                 raise
+            variants = _sublayer_variants(x0, lambda t: torch.tanh(t @ w0) * 3, mine, lambda t: t * keep0, norm_first)
+            want = variants.pop("")                                       # computed after the call, from copies
             if _same(out, want):
                 continue
             for message, wrong in variants.items():

@@ -6,13 +6,15 @@
 __all__ = ['ex5', 'ex6']
 
 # %% ../../chapters/07_decoder_cross_attention.ipynb #ebb5653c
+import copy
 import itertools
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
-from . import Exercise, Forbidden, Fresh, Mistake, argument_order, call, describe, expect_tensor
+from . import (Exercise, Forbidden, Fresh, Mistake, argument_order, call, describe, expect_grad,
+                                       expect_tensor, mismatch)
 from ..masks import causal_mask, padding_mask, target_mask, teacher_forcing
 from ..model import DecoderLayer
 
@@ -23,11 +25,12 @@ def _no_teacher_forcing() -> Forbidden:
                      why="build the two tensors yourself from torch.cat and the ids")
 
 
-def _shift_case(draw: Fresh) -> tuple[torch.Tensor, int, int, int]:
-    """A target (B, T), B ≠ T, right-padded, one full row, one row of one token; the special ids drawn anew."""
-    bos, eos, pad = draw.ints(3, 0, 9)
+def _shift_case(draw: Fresh, dtype: torch.dtype) -> tuple[torch.Tensor, int, int, int]:
+    """A target (B, T), B ≠ T, right-padded, one full row, one row of one token; the special ids drawn anew
+    (pad_id never 0, so F.pad's default fill shows), the ids up to 32,000, int64 or int32."""
+    bos, eos, pad = draw.ints(3, 1, 999)
     B, T = draw.ints(2, 3, 7)
-    tgt = torch.randint(10, 50, (B, T), generator=draw.gen)              # real tokens never equal an id
+    tgt = torch.randint(1000, 32000, (B, T), generator=draw.gen).to(dtype)   # real tokens never equal an id
     lengths = [T, 1] + [draw.int(1, T) for _ in range(B - 2)]
     for row, n in enumerate(lengths):
         tgt[row, n:] = pad
@@ -43,9 +46,14 @@ def _padding_mistake(got: torch.Tensor, want: torch.Tensor, pad: int, name: str)
 
 
 def _check_shift(answer: Callable[..., Any]) -> None:
-    tgt, _BOS, _EOS, _PAD = _shift_case(Fresh())
-    want_in, want_lab = teacher_forcing(tgt, _BOS, _EOS, _PAD)
+    draw = Fresh()
+    for dtype in (torch.int64, torch.int32):             # both at every call
+        _check_shift_case(answer, *_shift_case(draw, dtype))
+
+
+def _check_shift_case(answer: Callable[..., Any], tgt: torch.Tensor, _BOS: int, _EOS: int, _PAD: int) -> None:
     out = call(answer, tgt.clone(), _BOS, _EOS, _PAD, what="your function", forbidden=_no_teacher_forcing())
+    want_in, want_lab = teacher_forcing(tgt, _BOS, _EOS, _PAD)            # after the call: the answer never sees it
     if not (isinstance(out, tuple) and len(out) == 2):
         raise Mistake(f"your function should return a pair (decoder_input, labels); got {type(out).__name__}")
     dec_in, labels = out
@@ -71,7 +79,7 @@ def _check_shift(answer: Callable[..., Any]) -> None:
         raise Mistake("your labels are the decoder input: the labels are the target itself, followed by <eos>")
     if torch.equal(labels, torch.cat([tgt, pad_col], 1)):
         raise Mistake("your labels have no <eos>: the model must learn where the sentence ends")
-    if torch.equal(labels, torch.cat([tgt, torch.full((B, 1), _EOS)], 1)):
+    if torch.equal(labels, torch.cat([tgt, torch.full((B, 1), _EOS, dtype=tgt.dtype)], 1)):
         raise Mistake("your <eos> sits at the end of the row, after the padding; it belongs right after "
                       "the last real token")
     _padding_mistake(labels, want_lab, _PAD, "labels")
@@ -82,7 +90,8 @@ def _check_shift(answer: Callable[..., Any]) -> None:
 
 ex5 = Exercise("07", 5, "the decoder input and the labels", _check_shift,
                "your decoder input is <bos> + target and your labels are target + <eos>, on full and "
-               "padded rows and special ids drawn anew: the same as teacher_forcing, which it does not call.")
+               "padded rows, int64 and int32 ids up to 32,000 and special ids drawn anew (pad_id not 0): the same as "
+               "teacher_forcing, which it does not call.")
 
 
 _SUBLAYERS = ("self-attention", "cross-attention", "FFN")
@@ -200,6 +209,7 @@ def _no_layer_call() -> Forbidden:
 
 def _check_decoder_layer(answer: Callable[..., Any]) -> None:
     layer = _reference_layer()
+    mine = copy.deepcopy(layer)                          # the check's own copy: the answer never sees it
     draw = Fresh()                                       # lengths and values drawn anew at every call
     g, T = draw.gen, draw.int(4, 8)
     for T, S in ((T, T), (T - 1, T + draw.int(1, 3))):   # S == T first, so that swapped inputs still run
@@ -208,9 +218,10 @@ def _check_decoder_layer(answer: Callable[..., Any]) -> None:
         src = torch.tensor([[5] * S, [5] * (S - 3) + [0] * 3])
         tgt_mask, memory_mask = target_mask(tgt, 0), padding_mask(src, 0)     # (B, 1, T, T), (B, 1, 1, S)
         with torch.no_grad():
-            want = layer(x, memory, tgt_mask, memory_mask)
             def swapped() -> None:                       # right with its arguments in another order?
-                said = argument_order(lambda *a: answer(layer, *a), (x, memory, tgt_mask, memory_mask),
+                want = mine(x, memory, tgt_mask, memory_mask)
+                said = argument_order(lambda *a: answer(layer, *a), (x.clone(), memory.clone(), tgt_mask.clone(),
+                                                                     memory_mask.clone()),
                                       ("x", "memory", "tgt_mask", "memory_mask"),
                                       lambda o: isinstance(o, torch.Tensor) and o.shape == want.shape
                                       and torch.allclose(o, want, atol=1e-5),
@@ -218,7 +229,7 @@ def _check_decoder_layer(answer: Callable[..., Any]) -> None:
                 if said:
                     raise Mistake(said)
             try:
-                out = call(answer, layer, x.clone(), memory.clone(), tgt_mask, memory_mask,
+                out = call(answer, layer, x.clone(), memory.clone(), tgt_mask.clone(), memory_mask.clone(),
                            what="your decoder layer", forbidden=_no_layer_call())
                 out = expect_tensor(out, (2, T, 16), what=f"your output (T={T}, S={S})", dtype=x.dtype,
                                     hint={(2, S, 16): "one row per source position: the queries must come "
@@ -227,18 +238,22 @@ def _check_decoder_layer(answer: Callable[..., Any]) -> None:
                 if callable(answer) and "forbids" not in str(m) and "in place" not in str(m):
                     swapped()
                 raise
-            if torch.allclose(out, want, atol=1e-5):
+            want = mine(x, memory, tgt_mask, memory_mask)    # after the call, from the check's copies
+            gap = mismatch(out, want, scale=8.0)
+            if gap is None:
                 continue
-            for message, wrong in _decoder_variants(layer, x, memory, tgt_mask, memory_mask):
+            for message, wrong in _decoder_variants(mine, x, memory, tgt_mask, memory_mask):
                 if torch.allclose(out, wrong, atol=1e-5):
                     raise Mistake(message)
             swapped()
-        raise Mistake(f"with T={T}, S={S} your output differs from DecoderLayer's by up to "
-                      f"{(out - want).abs().max().item():.3g}, and not by any of the usual mistakes (the "
-                      f"cross-attention's queries, keys and values, a mask, a norm, a residual connection, "
-                      f"the argument order)")
+        raise Mistake(f"with T={T}, S={S} your output differs from DecoderLayer's ({gap}), and not by any of the usual "
+                      f"mistakes (the cross-attention's queries, keys and values, a mask, a norm, a residual "
+                      f"connection, the argument order)")
+    expect_grad(lambda x, memory: answer(layer, x, memory, tgt_mask, memory_mask),
+                lambda x, memory: mine(x, memory, tgt_mask, memory_mask), (x, memory), ("x", "memory"),
+                what="your decoder layer", forbidden=_no_layer_call())
 
 
 ex6 = Exercise("07", 6, "the decoder layer from its modules", _check_decoder_layer,
                "your decoder layer equals DecoderLayer (post-LN), whose three LayerNorms have their own γ "
-               "and β, with causal and padding masks, for T = S and T != S.")
+               "and β, with causal and padding masks, for T = S and T != S; gradients reach x and memory.")

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from ..decoding import length_penalty_gnmt, softmax_with_temperature, top_k_filter, top_p_filter
-from . import Exercise, Forbidden, Fresh, Mistake, call, expect_tensor
+from . import Exercise, Forbidden, Fresh, Mistake, call, expect_tensor, mismatch
 
 
 def _logits(seed: int, shape: tuple[int, int] = (4, 10), scale: float = 2.0) -> Tensor:
@@ -45,17 +45,23 @@ def _check_topk_probs(fn: Any) -> None:
     draw = Fresh()                                        # logits drawn anew at every call, the batch ≠ the vocabulary
     fresh = [(draw.randn(draw.int(2, 5), draw.int(11, 30)) * 2, round(draw.float(0.3, 3.0), 2), draw.int(1, 10))
              for _ in range(2)]
+    fresh.append((draw.randn(draw.int(2, 5), draw.int(11, 30)) * draw.float(100, 400), round(draw.float(0.3, 1.0), 2),
+                  draw.int(2, 10)))                       # logits in the hundreds: exp() overflows without the maximum
     for z, T, k in [(_logits(seed), T, k) for seed, T, k in ((1, 0.5, 4), (2, 2.0, 2), (0, 1.0, 3), (3, 1.5, 1),
                                                             (4, 0.7, 10), (5, 3.0, 6))] + fresh:
         out = call(fn, z, T, k, what="your function", forbidden=_no_library())
         if isinstance(out, Tensor) and out.shape == z.shape and torch.allclose(
                 out.double(), torch.softmax(top_k_filter(z / T, k), dim=0).double(), atol=1e-5, equal_nan=True):
             raise Mistake("your softmax runs over dim 0, the batch: take it over the last dimension, the vocabulary")
+        if isinstance(out, Tensor) and out.shape == z.shape and out.is_floating_point() and out.isnan().any() \
+                and (z / T).abs().max() > 88:
+            raise Mistake(f"your probabilities have NaN for logits of up to {z.abs().max().item():.0f}: exp() of a "
+                          f"number above 88 is inf in float32; subtract each row's maximum first (or use torch.softmax)")
         out = expect_tensor(out, tuple(z.shape), what="your probabilities", dtype=z.dtype,
                             hint={(z.shape[0], k): "return a probability for every vocabulary entry, zero outside the top k",
                                   (z.shape[0],): "return the probabilities, not a drawn token"})
-        want = softmax_with_temperature(top_k_filter(z / T, k))
-        if _same(out, want):
+        want = softmax_with_temperature(top_k_filter(z.double() / T, k))
+        if mismatch(out, want, scale=(z / T).abs().max().item()) is None:
             continue
         keep = _topk_mask(z, k)
         renorm = lambda p: p / p.sum(-1, keepdim=True)
@@ -82,17 +88,24 @@ def _check_topk_probs(fn: Any) -> None:
         if ((out > 0) != keep).any():
             raise Mistake(f"with k = {k}, your distribution is non-zero on other tokens than the k most probable")
         raise Mistake(f"your probabilities differ from softmax(top_k(logits / T)) at T = {T}, k = {k} for logits of "
-                      f"shape {tuple(z.shape)}")
+                      f"shape {tuple(z.shape)}: {mismatch(out, want, scale=(z / T).abs().max().item())}")
 
 
-def _check_top_p(fn: Any) -> None:
+def _top_p_cases() -> list[tuple[Tensor, float]]:
+    """The named cases, two drawn anew at every call, and one of logits in the hundreds (a softmax without
+    the maximum subtracted overflows there)."""
     peaked = torch.tensor([[6.0, 2.0, 1.0, 0.5, 0.0, -1.0, -2.0, -3.0]]).expand(2, -1).clone()
     cases = [(_logits(10, (3, 12)), 0.5), (_logits(11, (3, 12)), 0.9), (_logits(12, (3, 12), 1.0), 0.3),
              (_logits(13, (3, 12), 4.0), 0.7), (peaked, 0.5), (peaked, 1e-3), (_logits(14, (2, 12)), 0.05)]
-    draw = Fresh()                                        # and two cases drawn anew at every call
+    draw = Fresh()
     cases += [(draw.randn(draw.int(2, 5), draw.int(8, 30)) * draw.float(0.5, 4.0), round(draw.float(0.05, 0.95), 3))
               for _ in range(2)]
-    for z, p in cases:
+    cases.append((draw.randn(draw.int(2, 5), draw.int(8, 30)) * draw.float(100, 400), round(draw.float(0.3, 0.95), 3)))
+    return cases
+
+
+def _check_top_p(fn: Any) -> None:
+    for z, p in _top_p_cases():
         out = call(fn, z, p, what="your function")
         if not isinstance(out, Tensor):
             raise Mistake(f"your function should return a torch.Tensor of logits; got {type(out).__name__}")
@@ -106,6 +119,10 @@ def _check_top_p(fn: Any) -> None:
         want = top_p_filter(z, p)
         if _same(out, want):
             continue
+        if z.abs().max() > 88:                            # right on every smaller case: the softmax overflows
+            raise Mistake(f"your nucleus is wrong for logits of up to {z.abs().max().item():.0f} (right on smaller "
+                          f"ones): exp() of a number above 88 is inf in float32, so the probabilities are NaN; "
+                          f"subtract each row's maximum first (or use torch.softmax)")
         probs = torch.softmax(z, -1)
         keep = torch.isfinite(want)
         srt, order = torch.sort(probs, dim=-1, descending=True)
@@ -176,8 +193,10 @@ def _check_rank_score(fn: Any) -> None:
 
 
 ex2 = Exercise("10", 2, "top-k sampling probabilities with a temperature", _check_topk_probs,
-               "right: divide the logits by T, keep the k largest, and the softmax renormalises them.")
+               "right: divide the logits by T, keep the k largest, and the softmax renormalises them, within float32 "
+               "precision, logits in the hundreds too.")
 ex3 = Exercise("10", 3, "a top-p (nucleus) filter", _check_top_p,
-               "right: the most probable tokens are kept until their mass reaches p, the token that crosses p included.")
+               "right: the most probable tokens are kept until their mass reaches p, the token that crosses p included, "
+               "logits in the hundreds too.")
 ex4 = Exercise("10", 4, "the length-penalised beam-search score", _check_rank_score,
                "right: log P(Y | X) / ((5 + |Y|) / 6)^α, for every α.")

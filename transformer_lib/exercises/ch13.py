@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import Exercise, Fresh, Mistake, call, expect_number, expect_tensor
+from . import Exercise, Fresh, Mistake, call, digits, expect_number, expect_tensor
 from ..masks import causal_mask
 
 
@@ -55,7 +55,8 @@ def _check_score_counts(answer: Callable[..., Any]) -> None:
         for message, value in wrong.items():
             if got_ == value:
                 raise Mistake(message)
-        raise Mistake(f"for n={n}, p={p} the count {which} the cache is {want}, you gave {got_:g}")
+        mine, right = digits(got_, want)
+        raise Mistake(f"for n={n}, p={p} the count {which} the cache is {right}, you gave {mine}")
 
 
 ex2 = Exercise("13", 2, "attention scores with and without a key/value cache", _check_score_counts,
@@ -72,7 +73,9 @@ def _reference_local_mask(L: int, r: int) -> torch.Tensor:
 def _check_local_mask(answer: Callable[..., Any]) -> None:
     draw = Fresh()                                        # one case drawn anew at every call
     L = draw.int(3, 40)
-    for L, r in ((8, 2), (10, 3), (7, 1), (6, 0), (6, 10), (1, 4), (L, draw.int(1, L - 1)), (200, 64)):
+    long, longer = draw.int(130, 300), draw.int(2049, 2300)   # past int8 (127), float16's whole numbers (2048)
+    for L, r in ((8, 2), (10, 3), (7, 1), (6, 0), (6, 10), (1, 4), (L, draw.int(1, L - 1)), (200, 64),
+                 (long, draw.int(1, 100)), (longer, draw.int(1, 600))):
         out = call(answer, L, r, what="your local_mask")
         if (isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isnan(out).any()
                 and bool((out <= 0).all()) and bool((out < 0).any())):         # 0 and -inf (or a large negative)
