@@ -53,10 +53,12 @@ def test_every_read_names_what_writes_it():
 
 
 def _copy(tmp: Path) -> Path:
-    """The run's writer, its readers and every file they read (where it exists), under tmp. Where the
-    stored writer has not yet recorded what it wrote (a chapter executed before that record existed),
-    the copy's writer is given what its readers recorded reading: the tests on copies test the
-    mechanism; `test_no_chapter_read_inputs_that_changed_since` holds the stored chapters."""
+    """The run's writer, its readers and every file they read (where it exists), under tmp, made
+    consistent as `make execute NB=<writer>` leaves them: the writer's record of what it wrote (where
+    the stored writer has none yet, what its readers recorded reading), and each reader's record of
+    the writer's glued values, of the run and of the committed files, as they are in the copy. The
+    tests on copies test the mechanism; `test_no_chapter_read_inputs_that_changed_since` holds the
+    stored chapters as they are."""
     for chapter in [RUN_WRITER, *RUN_READERS]:
         (tmp / chapter).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / chapter, tmp / chapter)
@@ -67,8 +69,16 @@ def _copy(tmp: Path) -> Path:
     writer = nbformat.read(tmp / RUN_WRITER, as_version=4)
     if ex.written(writer) is None:
         read = nbformat.read(tmp / RUN_READERS[0], as_version=4).metadata["book"]["recorded"]["files"]
-        writer.metadata["book"]["wrote"] = {f: read[f] for f in ex.declared(writer)["writes"]}
+        writer.metadata["book"]["wrote"] = {f: read.get(f) for f in ex.declared(writer)["writes"]}
         nbformat.write(writer, tmp / RUN_WRITER)
+    wrote = ex.written(writer)
+    for reader in RUN_READERS:
+        nb = nbformat.read(tmp / reader, as_version=4)
+        reads = ex.declared(nb)["reads"]
+        nb.metadata["book"]["recorded"] = {
+            "files": {f: wrote[f] if p == RUN_WRITER else ex.sha256(tmp / f) for f, p in sorted(reads.items())},
+            "chapters": {RUN_WRITER: ex.fingerprint(tmp / RUN_WRITER)}}
+        nbformat.write(nb, tmp / reader)
     return tmp
 
 
