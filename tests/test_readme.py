@@ -63,6 +63,7 @@ FIXED: dict[str, str] = {
     "20": "the max_len the usage example passes",
     "40": "the reading path's limit on a cell's lines (tests/test_reading_path.py)",
     "60": "a setting: the seconds of training steps in the GPU check's core (scripts/gpu_check.py)",
+    "25": "a setting: the slowest tests `make test` prints (--durations=25)",
 }
 
 
