@@ -4,7 +4,7 @@ The command line of `booktools.translations` (book/booktools/translations.py), w
 """
 import sys
 
-from booktools.translations import main
+from booktools.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["translations", *sys.argv[1:]]))

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import yaml
 
-from booktools import myst
+from booktools import config, myst
 from booktools.glossary import Term, glossary_terms
 from booktools.paths import ROOT
 
@@ -177,11 +177,7 @@ def term_map(path: Path = TERM_MAP) -> TermMap:
 
 def pages(root: Path = ROOT) -> list[str]:
     """The book's pages in reading order (`_toc.yml`): "book/intro", "chapters/01_qkv_attention" …"""
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    found = [toc["root"]]
-    for part in toc.get("parts", []):
-        found += [c["file"] for c in part.get("chapters", [])]
-    return found
+    return config.pages(root / config.TOC.name)
 
 
 def all_roles(text: str, name: Optional[str] = None) -> list[myst.Piece]:
