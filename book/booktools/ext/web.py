@@ -15,7 +15,8 @@ they are):
   hidden content" label on a folded cell's summary is dropped, so the summary is named by its
   visible words ("Show code cell source"); the bibliography's entries are list items
   (``doc-biblioentry`` is a deprecated role, not allowed inside a list).
-- **Lighter pages**: the widget scripts (require.js and the ipywidgets embedder, 3.6 MB) are
+- **Lighter pages**: Font Awesome's 1.5-MB script is not loaded (the theme's web fonts draw the
+  icons; templates/layout.html); the widget scripts (require.js and the ipywidgets embedder, 3.6 MB) are
   deferred and the widgets' saved state moves from ``<head>`` to the end of the page, so the text
   paints first; the search index is no longer loaded by every page (this book's search opens the
   search page, which loads it; book/booktools/ext/templates/layout.html); in the Chinese edition
@@ -179,6 +180,7 @@ def describe_outputs(doctree: nodes.document, language: str, catalogue: dict[str
     return named
 
 
+_LINK_LABEL = re.compile(r'(<a\b[^>]*?)\s+aria-label="[^"]*"([^>]*>\s*<title>)')
 _DESCRIPTIONS = re.compile(r'(?P<attr>\b(?:alt|aria-label)=")(?P<a>[^"]*)"'
                            r'|(?P<open><(?P<tag>title|desc)\b[^>]*>)(?P<t>[^<]*)(?P<close></(?P=tag)>)')
 
@@ -235,6 +237,9 @@ def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: An
     body = context.get("body", "")
     body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
     body = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    # a diagram's link (the intro's map) is named by its <title>, not by an aria-label that differs
+    # from the words drawn on it (axe-core: label-content-name-mismatch)
+    body = _LINK_LABEL.sub(r"\1\2", body)
     folder = (app.config.language_editions or {}).get(app.config.language or "en", "")
     if folder:      # the Chinese edition: chapter 12b's translator from the English edition's folder
         up = "../" * pagename.count("/")
