@@ -5,13 +5,28 @@
     .venv/bin/python scripts/make_pdf.py --no-build     # print the single pages built last time
 
 Each edition is built by Jupyter Book as one HTML page (`--builder singlehtml`; the Chinese one
-with the configuration scripts/build_book.py writes for it). The page lands in book/ with paths
-relative to the build's root (jupyter-book#2204), so it is copied there; then it is served over
+with the configuration scripts/build_book.py writes for it), into a folder of its own,
+_build/pdf-pages/<language> (apart from the HTML book's builds, whose doctrees a build running at
+the same time would read half-written). The page lands in book/ with paths relative to the
+build's root (jupyter-book#2204), so it is copied there; then it is served over
 HTTP and printed by the system Chromium (found as the browser tests find it) through Playwright's
 `page.pdf()`, once MathJax's own promise has resolved and the widgets are drawn: bookmarks from the
 headings (Chromium's tagged PDF outline), page numbers in the footer, links kept inside the PDF.
 The print stylesheet and its script are the book's own, book/_static/print.css and print.js (a
-browser's print of any page uses them too); print.js adds the title page and the contents.
+browser's print of any page uses them too); print.js adds the title page and the contents. With
+`--no-build`, the last single page is printed with the current print.css and print.js.
+
+After printing, the PDF is finished here (pikepdf): Chromium has no page counter for another
+element, so the contents' page numbers are drawn into the PDF beside each of its links, from the
+page its link lands on (digits of DejaVu Sans, embedded); the bookmarks take their titles from the
+headings as print.js read them (Chromium's repeat a heading's first line where the heading starts a
+page, and drop its maths, which MathJax draws from its stylesheet).
+
+Route: Chromium, kept over a paged-media engine. WeasyPrint runs no JavaScript (the maths, the
+widgets and chapter 12b's translator are drawn by scripts) and Vivliostyle is a second browser
+toolchain (npm) for the same print; Sphinx's LaTeX builder (xeCJK) would need every notebook output,
+widget and raw-HTML figure converted. What paged media would add, page numbers in the contents and
+`break-*` rules, Chromium does itself or this module adds after printing.
 
 Before printing, in print media and at the width of the printed column, the page is measured:
 code blocks and display equations wider than the column, with the print stylesheet and without.
@@ -25,6 +40,7 @@ import argparse
 import contextlib
 import functools
 import html
+import io
 import http.server
 import json
 import re
@@ -45,8 +61,9 @@ from booktools.build import BUILD, HTML, ROOT, TITLES, config_for
 from booktools.editions import book_url
 
 OUT = BUILD / "pdf"
+PAGES = BUILD / "pdf-pages"                      # each edition's single-page build, its own folder
 PDF_NAMES = {"en": "the-transformer-built", "zh_CN": "the-transformer-built-zh"}
-MARGIN_MM = 15                                   # left and right; the column is 210 - 2 * 15 mm wide
+MARGIN_MM = 20                                   # left and right; the column is 210 - 2 * 20 mm wide
 COLUMN_PX = round((210 - 2 * MARGIN_MM) / 25.4 * 96)
 HEADER = ('<div style="font: 7.5pt sans-serif; color: #777; width: 100%; margin: 0 {m}mm; '
           'display: flex; justify-content: space-between"><span>{title}</span><span>{edition}</span></div>')
@@ -74,19 +91,20 @@ def edition_config(language: str) -> dict[str, Any]:
     """The edition's Jupyter Book configuration: `_config.yml`, or build_book.py's for a translation."""
     if language == "en":
         return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    return config_for(language, BUILD / language)
+    (PAGES / language).mkdir(parents=True, exist_ok=True)
+    return config_for(language, PAGES / language)
 
 
 def build_page(language: str) -> Path:
     """Build the edition as one HTML page and copy it to its build's root; the copy's path."""
     jb = str(Path(sys.executable).with_name("jupyter-book"))
-    cmd, root = [jb, "build", str(ROOT), "--builder", "singlehtml"], ROOT
+    root = PAGES / language
+    root.mkdir(parents=True, exist_ok=True)
+    cmd = [jb, "build", str(ROOT), "--builder", "singlehtml", "--path-output", str(root)]
     if language != "en":
-        root = BUILD / language
-        root.mkdir(parents=True, exist_ok=True)
         config = yaml.safe_dump(edition_config(language), allow_unicode=True, sort_keys=False)
         (root / "_config.yml").write_text(config, encoding="utf-8")
-        cmd += ["--config", str(root / "_config.yml"), "--path-output", str(root)]
+        cmd += ["--config", str(root / "_config.yml")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{language}: the single-page build failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
@@ -95,7 +113,9 @@ def build_page(language: str) -> Path:
 
 def copy_to_root(language: str) -> Path:
     """The built single page, copied from book/ to the root its asset paths are relative to."""
-    folder = (ROOT if language == "en" else BUILD / language) / "_build" / "singlehtml"
+    folder = PAGES / language / "_build" / "singlehtml"
+    for name in ("print.css", "print.js"):          # the current ones (--no-build prints an older page)
+        shutil.copyfile(ROOT / "book" / "_static" / name, folder / "_static" / name)
     start = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
     page = folder / f"{PDF_NAMES[language]}.html"
     text = (folder / f"{start}.html").read_text(encoding="utf-8")
@@ -168,7 +188,7 @@ def print_pdf(page: Any, language: str, target: Path) -> dict[str, Any]:
     meta = book_meta(language)
     page.emulate_media(media="print")
     start = time.perf_counter()
-    page.evaluate("(meta) => bookPrint.book(meta)", meta)
+    laid = page.evaluate("(meta) => bookPrint.book(meta)", meta)
     before = page.evaluate("() => bookPrint.measure(false)")
     after = page.evaluate("() => bookPrint.measure(true)")
     laid_out = time.perf_counter()
@@ -177,8 +197,12 @@ def print_pdf(page: Any, language: str, target: Path) -> dict[str, Any]:
     page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
              display_header_footer=True, header_template=header, footer_template=FOOTER,
              margin={"top": "16mm", "bottom": "14mm", "left": f"{MARGIN_MM}mm", "right": f"{MARGIN_MM}mm"})
-    return {"layout_s": round(laid_out - start, 1), "print_s": round(time.perf_counter() - laid_out, 1),
-            "commit": meta["commit"], "site": meta["site"], "without_print_css": before, "with_print_css": after}
+    printed = time.perf_counter()
+    finished = finish(target, laid)
+    return {"layout_s": round(laid_out - start, 1), "print_s": round(printed - laid_out, 1),
+            "finish_s": round(time.perf_counter() - printed, 1), "commit": meta["commit"], "site": meta["site"],
+            "wrapped_code_lines": laid["wrapped"], "code_char_pt": round(laid["codeCharPx"] * 0.75, 5), **finished,
+            "without_print_css": before, "with_print_css": after}
 
 
 def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
@@ -193,7 +217,7 @@ def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
         loaded = time.perf_counter()
         report = print_pdf(page, language, target)
         page.close()
-    report = {"edition": language, "pdf": str(target.relative_to(ROOT)), "pages": packed(target),
+    report = {"edition": language, "pdf": str(target.relative_to(ROOT)), "pages": report.pop("pages"),
               "megabytes": round(target.stat().st_size / 1e6, 1), "build_s": round(built - start, 1),
               "load_s": round(loaded - built, 1), **report}
     target.with_suffix(".json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -203,11 +227,14 @@ def make_pdf(browser: Any, language: str, build: bool) -> dict[str, Any]:
     return report
 
 
-def packed(target: Path) -> int:
-    """Pack the PDF's objects into compressed object streams (qpdf, through pikepdf): Chromium writes
-    the tagged structure the bookmarks come from as 250,000 plain objects, two thirds of the file.
-    Its fonts' text maps name Chinese characters, not radicals (`searchable`). The number of pages."""
+def finish(target: Path, laid: dict[str, Any]) -> dict[str, Any]:
+    """Finish the printed PDF: the contents' page numbers (`contents_numbers`), the bookmarks' titles
+    (`bookmark_titles`), the fonts' text maps (`searchable`), its objects packed into compressed object
+    streams (qpdf, through pikepdf: Chromium writes the tagged structure as 250,000 plain objects, two
+    thirds of the file). What it did, and the number of pages."""
     with pikepdf.open(target, allow_overwriting_input=True) as pdf:
+        numbered = contents_numbers(pdf, laid["chapters"], laid["sections"])
+        renamed = bookmark_titles(pdf, laid["headings"])
         none = pikepdf.Dictionary()
         fonts = {font.objgen: font for page in pdf.pages
                  for font in page.obj.get("/Resources", none).get("/Font", none).values()}
@@ -217,7 +244,112 @@ def packed(target: Path) -> int:
             if cmap is not None and fixed is not None:
                 cmap.write(fixed)
         pdf.save(target, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True)
-        return len(pdf.pages)
+        return {"pages": len(pdf.pages), "contents_numbers": numbered, "bookmarks_renamed": renamed}
+
+
+PAGE_PT = (595.28, 841.89)                          # A4
+NUMBER_PT = {"chapter": 11.25, "section": 9.9}      # the contents' type: print.css's 15 px, and 0.88 of it
+
+
+def digits_font(pdf: pikepdf.Pdf) -> tuple[pikepdf.Object, dict[str, float]]:
+    """A font of the ten digits, DejaVu Sans (matplotlib's copy) subset and embedded: the font, and
+    each digit's width in thousandths of the type size."""
+    import matplotlib
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    font = TTFont(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf")
+    options = subset.Options()
+    options.drop_tables += ["FFTM"]                 # FontForge's timestamps, which fontTools cannot subset
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text="0123456789")
+    subsetter.subset(font)
+    scale = 1000 / font["head"].unitsPerEm
+    cmap = font.getBestCmap()
+    widths = {d: font["hmtx"][cmap[ord(d)]][0] * scale for d in "0123456789"}
+    data = io.BytesIO()
+    font.save(data)
+    head = font["head"]
+    descriptor = pikepdf.Dictionary(
+        Type=pikepdf.Name.FontDescriptor, FontName=pikepdf.Name("/BOOKPN+DejaVuSans"), Flags=32,
+        FontBBox=[round(v * scale) for v in (head.xMin, head.yMin, head.xMax, head.yMax)], ItalicAngle=0,
+        Ascent=round(font["hhea"].ascent * scale), Descent=round(font["hhea"].descent * scale),
+        CapHeight=729, StemV=80, FontFile2=pikepdf.Stream(pdf, data.getvalue()))
+    return pdf.make_indirect(pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.TrueType, BaseFont=pikepdf.Name("/BOOKPN+DejaVuSans"),
+        FirstChar=48, LastChar=57, Widths=[round(widths[d]) for d in "0123456789"],
+        Encoding=pikepdf.Name.WinAnsiEncoding, FontDescriptor=pdf.make_indirect(descriptor))), widths
+
+
+def contents_numbers(pdf: pikepdf.Pdf, chapters: list[str], sections: list[str]) -> int:
+    """Write, beside each of the contents' links, the number of the page it lands on: a chapter's at
+    the column's right edge, a section's in the room print.css keeps after its link. How many."""
+    kinds = {**{s: "section" for s in sections}, **{c: "chapter" for c in chapters}}
+    dests = pdf.Root.get("/Dests", pikepdf.Dictionary())
+    index = {page.obj.objgen: i for i, page in enumerate(pdf.pages)}
+    font, widths = digits_font(pdf)
+    right = PAGE_PT[0] - MARGIN_MM / 25.4 * 72
+    written = 0
+    for page in pdf.pages[1:12]:                    # the contents follow the title page
+        last: dict[str, list[float]] = {}           # a link's last line: its lowest rectangle
+        for annot in page.obj.get("/Annots", []):
+            name = str(annot.get("/Dest", ""))[1:]
+            if name in kinds:
+                rect = [float(v) for v in annot.Rect]
+                if name not in last or rect[1] < last[name][1] - 1 or (abs(rect[1] - last[name][1]) <= 1 and rect[2] > last[name][2]):
+                    last[name] = rect
+        ops = []
+        for name, (x0, y0, x1, y1) in last.items():
+            dest = dests.get("/" + name)
+            if dest is None or dest[0].objgen not in index:
+                continue
+            text = str(index[dest[0].objgen] + 1)
+            size = NUMBER_PT[kinds[name]]
+            width = sum(widths[d] for d in text) * size / 1000
+            x = (right if kinds[name] == "chapter" else x1) - width
+            line = min(y1 - y0, size * 1.5)         # the link's last line box, the text centred in it
+            y = y0 + (line - size * 1.164) / 2 + size * 0.236
+            ops.append(f"BT /BookPN {size} Tf 1 0 0 1 {x:.2f} {y:.2f} Tm ({text}) Tj ET")
+            written += 1
+        if ops:
+            page.contents_coalesce()
+            old = page.obj.Contents.read_bytes()
+            new = b"q\n" + old + b"\nQ\n/Artifact BMC q 0.2 0.2 0.2 rg\n" + "\n".join(ops).encode() + b"\nQ EMC\n"
+            page.obj.Contents = pikepdf.Stream(pdf, new)
+            resources = page.obj.Resources
+            if "/Font" not in resources:
+                resources.Font = pikepdf.Dictionary()
+            resources.Font.BookPN = font
+    return written
+
+
+def bookmark_titles(pdf: pikepdf.Pdf, headings: list[dict[str, Any]]) -> int:
+    """Each bookmark titled as its heading reads, maths included (print.js's `headings`, in the page's
+    order): Chromium's titles, from the tagged text, drop the maths and repeat a heading's first line
+    where it starts a page. A bookmark is matched to the next heading whose text without maths starts
+    as its title does. How many titles changed."""
+    def shared(a: str, b: str) -> int:             # how many characters two titles start with alike
+        a, b = "".join(a.split()), "".join(b.split())
+        return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+    changed, at = 0, 0
+    with pdf.open_outline() as outline:
+        stack = list(reversed(outline.root))
+        while stack:
+            item = stack.pop()
+            stack.extend(reversed(item.children))
+            window = range(at, min(at + 8, len(headings)))
+            scores = [(shared(item.title, headings[j]["plain"]), -j) for j in window]
+            if not scores:
+                break
+            score, j = max(scores)
+            j = -j
+            if score >= min(6, len("".join(headings[j]["plain"].split()))) and score > 0:
+                if item.title != headings[j]["text"]:
+                    item.title = headings[j]["text"]
+                    changed += 1
+                at = j + 1
+    return changed
 
 
 BF_BLOCK = re.compile(rb"\d+\s+begin(bfchar|bfrange)(.*?)end\1", re.S)
@@ -262,7 +394,9 @@ def summary(r: dict[str, Any]) -> str:
     """One report as the lines `make pdf` prints."""
     a, b = r["with_print_css"], r["without_print_css"]
     return (f"{r['pdf']}: {r['pages']} pages, {r['megabytes']} MB; built in {r['build_s']} s, "
-            f"loaded in {r['load_s']} s, laid out and measured in {r['layout_s']} s, printed in {r['print_s']} s\n"
+            f"loaded in {r['load_s']} s, laid out and measured in {r['layout_s']} s, printed in {r['print_s']} s, "
+            f"finished in {r['finish_s']} s; {r['wrapped_code_lines']} code lines broken at the column, "
+            f"{r['contents_numbers']} page numbers in the contents, {r['bookmarks_renamed']} bookmarks retitled\n"
             f"    wider than the column: {a['code_too_wide']} of {a['code_blocks']} code blocks "
             f"({b['code_too_wide']} without the print stylesheet), {a['equations_too_wide']} of "
             f"{a['equations']} display equations ({b['equations_too_wide']} without; {a['equations_shrunk']} shrunk)")
