@@ -18,8 +18,9 @@ they are):
 - **Lighter pages**: Font Awesome's 1.5-MB script is not loaded (the theme's web fonts draw the
   icons; templates/layout.html); the widget scripts (require.js and the ipywidgets embedder, 3.6 MB) are
   deferred and the widgets' saved state moves from ``<head>`` to the end of the page, so the text
-  paints first; the search index is no longer loaded by every page (this book's search opens the
-  search page, which loads it; book/booktools/ext/templates/layout.html); in the Chinese edition
+  paints first, and require.js is told where the embedder's files are (book/_static/widget-paths.js:
+  its fonts were asked for at chapters/@jupyter-widgets/..., 404); the search index is no longer
+  loaded by every page (this book's search opens the search page, which loads it; book/booktools/ext/templates/layout.html); in the Chinese edition
   the translator of chapter 12b is loaded from the English edition's folder, one copy of its model
   and runtime for both (scripts/build_book.py leaves the second copy out).
 - **MathJax**: formulas are not Tab stops (``inTabOrder: false``), the menu stays on right click.
@@ -231,6 +232,8 @@ def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: An
             continue
         if name.split("?")[0].endswith(WIDGET_SCRIPTS):
             attributes["defer"] = "defer"
+        if name.split("?")[0].endswith("embed-amd.js"):    # where the embedder's fonts are (widget-paths.js)
+            kept.append(type(script)("_static/widget-paths.js", defer="defer"))
         kept.append(script)
     if scripts:
         context["script_files"] = kept
