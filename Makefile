@@ -176,10 +176,12 @@ unit: $(STAMP)
 .PHONY: test-slow
 # Then the users' paths from fresh virtual environments outside the checkout (tests/test_acceptance.py:
 # a Colab-like runner of chapters 1, 5, 8 and 10 in both languages, an importer of the built wheel;
-# installs from PyPI; 23 minutes on 2 loaded cores).
+# installs from PyPI; 23 minutes on 2 loaded cores); then the web book's audit of every page of both
+# editions (tests/test_web.py with WEB_ALL_PAGES=1; make test audits a sample).
 test-slow: export
 	EXERCISE_CALLS=300 $(PY) -m pytest tests/test_exercises_sweep.py -p no:nbval -p no:cacheprovider
 	$(PY) -m pytest tests/test_acceptance.py -m acceptance -p no:nbval -p no:cacheprovider
+	WEB_ALL_PAGES=1 $(PY) -m pytest tests/test_web.py -p no:nbval -p no:cacheprovider
 
 nbval: $(STAMP)
 	$(PY) -m pytest chapters $(NBVAL_ARGS)
