@@ -200,9 +200,20 @@
     });
   }
 
+  // An output with no text (a stream that printed only a newline) would print an empty frame.
+  function emptyOutputs() {
+    for (const pre of document.querySelectorAll("article.bd-article div.cell_output pre")) {
+      if (pre.textContent.trim()) continue;
+      const box = pre.closest("div.output") || pre;
+      box.style.setProperty("display", "none", "important");    // over print.css's display: block !important
+      undo.push(() => box.style.removeProperty("display"));
+    }
+  }
+
   function prepare() {
     if (prepared) return;
     prepared = true;
+    emptyOutputs();
     hintsToEnd();
     openFolds();
     widgets();
