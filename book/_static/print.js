@@ -258,6 +258,7 @@
   function linksInside() {                   // links to the book's other pages: to their place here
     const ids = new Map();                   // ids the single page holds more than once (Sphinx's id1, id2, …)
     for (const e of document.querySelectorAll("article.bd-article [id]")) ids.set(e.id, (ids.get(e.id) || 0) + 1);
+    const entries = new Map();               // a cited id -> its bibliography entry
     for (const a of document.querySelectorAll("article.bd-article a[href]")) {
       const href = a.getAttribute("href");
       const m = href.match(/^(?:\.\.\/|\.\/)*((?:book|chapters)\/[\w.-]+?)\.(?:html|ipynb|md)(?:#(.*))?$/);
@@ -275,8 +276,9 @@
       const id = m[2] && decodeURIComponent(m[2]);
       let target = null;
       if (id && a.closest(".bibtex-citation")) {          // a citation: its entry in the bibliography
-        target = document.querySelector(`[role="doc-biblioentry"][id="${CSS.escape(id)}"]`);
-        if (target && ids.get(id) > 1) { target.id = `print-bib-${id}`; ids.set(target.id, 1); }
+        target = entries.get(id) || document.querySelector(`[role="doc-biblioentry"][id="${CSS.escape(id)}"]`);
+        if (target && ids.get(id) > 1 && target.id === id) { target.id = `print-bib-${id}`; ids.set(target.id, 1); }
+        if (target) entries.set(id, target);          // the next citation of it finds it renamed
       }
       if (!target && id) target = (page && page.querySelector(`[id="${CSS.escape(id)}"]`)) || document.getElementById(id);
       if (!target) target = page;
