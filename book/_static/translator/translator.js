@@ -65,9 +65,8 @@ const pct = (p) => `${(100 * p).toFixed(1)}%`;
 const LANG = (document.documentElement.lang || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
 const TEXTS = {
   en: {
-    quotedNote: "Quotation marks: in the training captions they surround names and the text of signs, " +
-      "which the model copies letter by letter; expect the quoted words, and a sentence that starts with a quote, " +
-      "to come out garbled.",
+    quotedNote: "Quotation marks: few training captions have them, mostly around names and the text of signs; " +
+      "expect the quoted words, and a sentence that starts with a quote, to come out garbled.",
     empty: "Type a German sentence first.",
     unknownChars: (list, n) => `The model has never seen ${n === 1 ? "this character" : "these characters"}: ` +
       `${list}. Its vocabulary holds only the characters of the Multi30k ` +
@@ -149,7 +148,7 @@ const TEXTS = {
     mapTitle: (name, layer, headText) => `${name}, layer ${layer}, ${headText}`,
   },
   zh: {
-    quotedNote: "引号：训练用的图片描述里，引号多用来括住人名和招牌上的文字，模型会逐字母照抄；" +
+    quotedNote: "引号：训练用的图片描述里带引号的很少，多用来括住人名和招牌上的文字；" +
       "被引号括住的词，以及以引号开头的句子，译出来多半是乱的。",
     empty: "请先输入一个德语句子。",
     unknownChars: (list, n) => `模型从未见过${n === 1 ? "这个字符" : "这些字符"}：${list}。它的词表只包含 ` +
@@ -335,9 +334,8 @@ const QUOTES = {                                                    // in order 
   "\u201a": ["'"], "\u2018": ["'"], "\u2019": ["'"], "\u201b": ["\u2018", "'"],                // ‚ ‘ ’ ‛
 };
 // Quotation marks are kept: „…“ is how the German training captions quote (plain "…" is rarer), and
-// Python's tokenizer reads them as they are. The captions quote almost only names and the text of
-// signs, which the model learnt to copy letter by letter, whatever the quotes: the page says so
-// (chapter 12b counts the captions and shows what it writes).
+// Python's tokenizer reads them as they are. Few captions quote, almost only names and the text of
+// signs: the page says so (chapter 12b counts the captions and shows what the model writes).
 const QUOTED = /["„“”]/u;
 export { normaliseInput };
 function normaliseInput(text, known) {
