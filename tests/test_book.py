@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, ROOT, publishing_env
+from conftest import IN_CI, ROOT, TEST_REPOSITORY, publishing_env
 
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
@@ -167,9 +167,10 @@ def test_screenshot_of_chapter_1(browser):
 
 
 def _repository() -> tuple[str, str]:
+    """The repository the suite's build was given (conftest.publishing_env), and the source branch."""
     import yaml
     repo = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
-    return repo["url"].rstrip("/"), repo.get("branch", "main")
+    return f"https://github.com/{TEST_REPOSITORY}", repo.get("branch", "main")
 
 
 def _buttons(html: str, stem: str) -> list[str]:
