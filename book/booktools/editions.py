@@ -138,6 +138,15 @@ def messages(chapter: Path, language: str) -> Optional[Messages]:
 MATH_BLOCKS = ("math_block", "math_block_label", "amsmath")
 
 
+def formula(tr: "Messages", text: str) -> Optional[str]:
+    """A display formula's translation: its message is the formula as written, with or without the
+    line break after its opening fence."""
+    for msgid in (text, text.strip(), "\n" + text.strip(), text.strip() + "\n"):
+        if tr(msgid) is not None:
+            return str(tr(msgid)).strip()
+    return None
+
+
 def translate_blocks(text: str, tr: Messages) -> str:
     """`text` (MyST between fences) with each paragraph, heading, list item and table cell that the
     catalogue translates replaced by its translation, the lines' quote and list markers kept."""
@@ -146,7 +155,7 @@ def translate_blocks(text: str, tr: Messages) -> str:
              if t.type in ("inline", *MATH_BLOCKS) and t.map and t.content.strip()]
     for start, end, tok in sorted(found, key=lambda f: f[0], reverse=True):
         if tok.type in MATH_BLOCKS:   # a display formula: its message keeps its lines
-            msgstr = tr(tok.content.strip())
+            msgstr = formula(tr, tok.content)
             if msgstr is not None:
                 lines[start:end] = "\n".join(lines[start:end]).replace(tok.content.strip(), msgstr, 1).split("\n")
             continue
@@ -338,8 +347,7 @@ class Converter:
         if name in ("glue:figure", "glue", "glue:any"):
             return anchor + self._figure(arg, options, inner)
         if name == "math":
-            formula = "\n".join(body).strip()
-            translated = self.tr(formula) if self.tr else None
+            translated = formula(self.tr, "\n".join(body)) if self.tr else None
             return anchor + ["$$"] + (translated.split("\n") if translated else body) + ["$$"]
         raise EditionError(f"{self.name}: directive {{{name}}} has no plain-notebook form")
 
