@@ -276,6 +276,68 @@ TOKEN = re.compile(rb"<<.*?>>|<[0-9A-Fa-f\s]*>|\((?:\\.|[^\\)])*\)|/[^\s/\[\]<>(
                    re.S)
 
 
+def _walk(data, resources, ctm, alpha, found: dict) -> None:
+    """One content stream of a page (or a form it draws), into `found` (see _drawn)."""
+    states = resources.get("/ExtGState", {}) if resources is not None else {}
+    forms = resources.get("/XObject", {}) if resources is not None else {}
+    stack, colour, path, points, tm, args = [], (0.0, 0.0, 0.0), [], [], None, []
+    for m in TOKEN.finditer(data):
+        token = m.group()
+        first = token[:1]
+        if first.isdigit() or first in b"-+.":
+            args.append(float(token))
+            continue
+        if first in b"/<([]":
+            args.append(token)
+            continue
+        op = token.decode()
+        if op == "q":
+            stack.append((ctm, alpha, colour))
+        elif op == "Q" and stack:
+            ctm, alpha, colour = stack.pop()
+        elif op == "cm" and len(args) >= 6:
+            ctm = _multiply(tuple(args[-6:]), ctm)
+        elif op == "gs":
+            state = states.get(args[-1].decode())
+            if state is not None and "/ca" in state:
+                alpha = alpha * float(state["/ca"])
+        elif op == "rg" and len(args) >= 3:
+            colour = tuple(round(v, 3) for v in args[-3:])
+        elif op == "g" and args:
+            colour = (round(args[-1], 3),) * 3
+        elif op == "re" and len(args) >= 4:
+            x, y, w, h = args[-4:]
+            (ax, ay), (bx, by) = _apply(ctm, x, y), _apply(ctm, x + w, y + h)
+            path.append((min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)))
+        elif op in ("m", "l", "c", "v", "y") and len(args) >= 2:
+            points += [_apply(ctm, x, y) for x, y in zip(args[0::2], args[1::2])]
+        elif op in ("f", "F", "f*", "B", "B*"):
+            if points:                      # a drawn outline (a frame's rounded corners): its box
+                path.append((min(p[0] for p in points), min(p[1] for p in points),
+                             max(p[0] for p in points), max(p[1] for p in points)))
+            found["rects"] += [(rect, colour) for rect in path]
+            path, points = [], []
+        elif op in ("n", "S", "s", "b", "b*"):
+            path, points = [], []
+        elif op == "Tm" and len(args) >= 6:
+            tm = tuple(args[-6:])
+        elif op == "Td" and tm is not None and len(args) >= 2:
+            a, b, c, d, e, f = tm
+            tx, ty = args[-2:]
+            tm = (a, b, c, d, e + a * tx + c * ty, f + b * tx + d * ty)
+        elif op in ("Tj", "TJ", "'", '"'):
+            if alpha < 0.999:
+                found["faded"][round(alpha, 2)] = found["faded"].get(round(alpha, 2), 0) + 1
+            if tm is not None:
+                found["text"].append(_apply(ctm, tm[4], tm[5]))
+        elif op == "Do":
+            form = forms.get(args[-1].decode())
+            if form is not None and form.get("/Subtype") == "/Form":
+                matrix = tuple(float(v) for v in form.get("/Matrix", [1, 0, 0, 1, 0, 0]))
+                _walk(form.read_bytes(), form.get("/Resources", resources), _multiply(matrix, ctm), alpha, found)
+        args = []
+
+
 @functools.lru_cache(maxsize=None)
 def _drawn(pdf: str) -> list[dict]:
     """What each page draws, read from its content streams (and its forms'): the text drawn under a
@@ -287,70 +349,11 @@ def _drawn(pdf: str) -> list[dict]:
         for page in doc.pages:
             found: dict = {"faded": {}, "rects": [], "text": []}
 
-            def walk(data, resources, ctm, alpha):
-                states = resources.get("/ExtGState", {}) if resources is not None else {}
-                forms = resources.get("/XObject", {}) if resources is not None else {}
-                stack, colour, path, points, tm, args = [], (0.0, 0.0, 0.0), [], [], None, []
-                for m in TOKEN.finditer(data):
-                    token = m.group()
-                    first = token[:1]
-                    if first.isdigit() or first in b"-+.":
-                        args.append(float(token))
-                        continue
-                    if first in b"/<([]":
-                        args.append(token)
-                        continue
-                    op = token.decode()
-                    if op == "q":
-                        stack.append((ctm, alpha, colour))
-                    elif op == "Q" and stack:
-                        ctm, alpha, colour = stack.pop()
-                    elif op == "cm" and len(args) >= 6:
-                        ctm = _multiply(tuple(args[-6:]), ctm)
-                    elif op == "gs":
-                        state = states.get(args[-1].decode())
-                        if state is not None and "/ca" in state:
-                            alpha = alpha * float(state["/ca"])
-                    elif op == "rg" and len(args) >= 3:
-                        colour = tuple(round(v, 3) for v in args[-3:])
-                    elif op == "g" and args:
-                        colour = (round(args[-1], 3),) * 3
-                    elif op == "re" and len(args) >= 4:
-                        x, y, w, h = args[-4:]
-                        (ax, ay), (bx, by) = _apply(ctm, x, y), _apply(ctm, x + w, y + h)
-                        path.append((min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)))
-                    elif op in ("m", "l", "c", "v", "y") and len(args) >= 2:
-                        points += [_apply(ctm, x, y) for x, y in zip(args[0::2], args[1::2])]
-                    elif op in ("f", "F", "f*", "B", "B*"):
-                        if points:                      # a drawn outline (a frame's rounded corners): its box
-                            path.append((min(p[0] for p in points), min(p[1] for p in points),
-                                         max(p[0] for p in points), max(p[1] for p in points)))
-                        found["rects"] += [(rect, colour) for rect in path]
-                        path, points = [], []
-                    elif op in ("n", "S", "s", "b", "b*"):
-                        path, points = [], []
-                    elif op == "Tm" and len(args) >= 6:
-                        tm = tuple(args[-6:])
-                    elif op == "Td" and tm is not None and len(args) >= 2:
-                        a, b, c, d, e, f = tm
-                        tx, ty = args[-2:]
-                        tm = (a, b, c, d, e + a * tx + c * ty, f + b * tx + d * ty)
-                    elif op in ("Tj", "TJ", "'", '"'):
-                        if alpha < 0.999:
-                            found["faded"][round(alpha, 2)] = found["faded"].get(round(alpha, 2), 0) + 1
-                        if tm is not None:
-                            found["text"].append(_apply(ctm, tm[4], tm[5]))
-                    elif op == "Do":
-                        form = forms.get(args[-1].decode())
-                        if form is not None and form.get("/Subtype") == "/Form":
-                            matrix = tuple(float(v) for v in form.get("/Matrix", [1, 0, 0, 1, 0, 0]))
-                            walk(form.read_bytes(), form.get("/Resources", resources), _multiply(matrix, ctm), alpha)
-                    args = []
 
             contents = page.obj.get("/Contents")
             parts = contents if isinstance(contents, pikepdf.Array) else [contents] if contents is not None else []
-            walk(b"\n".join(part.read_bytes() for part in parts), page.obj.get("/Resources"),
-                 (1.0, 0.0, 0.0, 1.0, 0.0, 0.0), 1.0)
+            _walk(b"\n".join(part.read_bytes() for part in parts), page.obj.get("/Resources"),
+                  (1.0, 0.0, 0.0, 1.0, 0.0, 0.0), 1.0, found)
             pages.append(found)
     return pages
 

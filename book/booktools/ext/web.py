@@ -105,7 +105,7 @@ def _string(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "…" for v in node.values)
     return None
 
 
