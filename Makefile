@@ -169,7 +169,7 @@ test-other-cpu: $(STAMP)
 	env $(OTHER_CPU_PLAIN_ENV) $(PY) -m pytest $(OTHER_CPU_CHAPTERS) $(NBVAL_ARGS) -p no:cacheprovider
 
 unit: $(STAMP)
-	$(PY) -m pytest tests -m "not book and not browser" -p no:nbval
+	$(PY) -m pytest tests -m "not book and not browser and not acceptance" -p no:nbval
 
 # Every exercise check against the book's solution and three other right answers, 300 calls each from
 # fresh seeds: none may be rejected (tests/test_exercises_sweep.py; `make test` runs it seeded, 2 calls).
