@@ -45,8 +45,6 @@ Without Chromium the test is skipped with that instruction, except under CI=true
 from __future__ import annotations
 
 import datetime
-import functools
-import http.server
 import json
 import math
 import os
@@ -55,14 +53,13 @@ import re
 import statistics
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, chromium_path, publishing_env, skip_or_fail
+from conftest import ROOT, chromium_path, publishing_env, serve, skip_or_fail
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
 
@@ -122,17 +119,8 @@ def site() -> Path:
 
 @pytest.fixture(scope="module")
 def server(site):
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                          ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm"}
-
-        def log_message(self, *args):  # keep the test output readable
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(site) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

@@ -30,21 +30,18 @@ were checked then fails, as it should). Without Chromium the tests are skipped w
 """
 from __future__ import annotations
 
-import functools
 import gzip
-import http.server
 import json
 import os
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import ROOT, chromium_path, publishing_env, skip_or_fail
+from conftest import ROOT, chromium_path, publishing_env, serve, skip_or_fail
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
 
@@ -86,17 +83,8 @@ def site() -> Path:
 
 @pytest.fixture(scope="module")
 def server(site):
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                          ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm"}
-
-        def log_message(self, *args):  # keep the test output readable
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(site) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
