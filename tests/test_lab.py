@@ -287,7 +287,8 @@ def _glued_keys(markdown: str) -> list[str]:
 def lab_editions(tmp_path):
     """JupyterLab over the runner edition of chapter 1, written by scripts/make_notebooks.py."""
     from booktools import editions
-    [edition] = editions.write_editions([EDITION_OF], tmp_path / "editions", log=lambda _: None)
+    [edition] = editions.write_editions([EDITION_OF], tmp_path / "editions", log=lambda _: None,
+                                        languages=("en",))
     # every cell rendered at once (no windowing), so that any cell can be read without scrolling
     yield from _serve(tmp_path, edition.parent, {"windowingMode": "none"})
 
