@@ -4,7 +4,7 @@ The command line of `booktools.build` (book/booktools/build.py), where its docum
 """
 import sys
 
-from booktools.build import main
+from booktools.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["build", *sys.argv[1:]]))

@@ -4,7 +4,7 @@ The command line of `booktools.pdf` (book/booktools/pdf.py), where its documenta
 """
 import sys
 
-from booktools.pdf import main
+from booktools.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["pdf", *sys.argv[1:]]))

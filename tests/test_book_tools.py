@@ -183,18 +183,13 @@ def test_each_subcommand_runs_its_module_command_line():
     assert out.returncode == 0 and out.stdout.startswith("usage: booktools execute"), out.stdout
 
 
-# Thin scripts whose owners have yet to switch them to booktools.cli (each a one-line change).
-SCRIPTS_PENDING = {"build_book.py", "make_pdf.py"}
-
-
 def _thin_scripts() -> list[str]:
     """The scripts in scripts/ that only hand their arguments to a booktools command line."""
     return sorted(p.name for p in (ROOT / "scripts").glob("*.py")
                   if re.search(r"^from booktools(\.\w+)? import main$", p.read_text(encoding="utf-8"), re.M))
 
 
-@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="owner to switch"))
-                                    if s in SCRIPTS_PENDING else s for s in _thin_scripts()])
+@pytest.mark.parametrize("script", _thin_scripts())
 def test_each_thin_script_calls_booktools_one_way(script):
     from booktools import cli
     text = (ROOT / "scripts" / script).read_text(encoding="utf-8")
@@ -202,10 +197,6 @@ def test_each_thin_script_calls_booktools_one_way(script):
                      r'    sys\.exit\(main\(\["([\w-]+)", \*sys\.argv\[1:\]\]\)\)\n\Z', text, re.M)
     assert call, f"scripts/{script}: call booktools one way: sys.exit(main([SUBCOMMAND, *sys.argv[1:]])) from booktools.cli"
     assert cli.COMMANDS[call[1]].script == script, (script, call[1])
-
-
-# Modules whose owners have yet to read _config.yml / _toc.yml through booktools.config.
-CONFIG_PENDING = {"build.py", "pdf.py"}
 
 
 def _reads_book_files(path: Path) -> bool:
@@ -220,9 +211,8 @@ def _reads_book_files(path: Path) -> bool:
     return names and parses
 
 
-@pytest.mark.parametrize("module", [
-    pytest.param(p.name, marks=pytest.mark.xfail(strict=True, reason="owner to switch")) if p.name in CONFIG_PENDING
-    else p.name for p in sorted((ROOT / "book" / "booktools").glob("*.py")) if p.name != "config.py"])
+@pytest.mark.parametrize("module", [p.name for p in sorted((ROOT / "book" / "booktools").glob("*.py"))
+                                    if p.name != "config.py"])
 def test_the_books_yaml_files_are_read_in_one_module(module):
     assert not _reads_book_files(ROOT / "book" / "booktools" / module), (
         f"booktools/{module} parses _config.yml or _toc.yml itself: use booktools.config")

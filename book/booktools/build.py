@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from booktools import config as book_config
 from booktools.paths import ROOT
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
@@ -44,7 +45,7 @@ def search_dictionary(out: Path) -> Path:
 
 def config_for(language: str, out: Path) -> dict:
     """`_config.yml` with `language` set, for the edition in that language (files it needs into `out`)."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    config = book_config.config()
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["language"] = language
     if language.startswith("zh"):
@@ -55,7 +56,7 @@ def config_for(language: str, out: Path) -> dict:
 
 def folder_of(language: str) -> Path:
     """Where the edition in `language` is published: its folder under _build/html."""
-    folders = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["language_editions"]
+    folders = book_config.language_editions()
     return HTML / folders[language] if folders[language] else HTML
 
 
@@ -93,7 +94,7 @@ def shared_with_root(target: Path):
 
 
 def language_of(target: Path) -> str:
-    folders = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["language_editions"]
+    folders = book_config.language_editions()
     return next(language for language, folder in folders.items() if folder and HTML / folder == target)
 
 

@@ -57,6 +57,7 @@ from typing import Any
 import pikepdf
 import yaml
 
+from booktools import config as book_config
 from booktools.build import BUILD, HTML, ROOT, TITLES, config_for
 from booktools.editions import book_url
 
@@ -90,7 +91,7 @@ def chromium() -> str:
 def edition_config(language: str) -> dict[str, Any]:
     """The edition's Jupyter Book configuration: `_config.yml`, or build_book.py's for a translation."""
     if language == "en":
-        return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+        return book_config.config()
     (PAGES / language).mkdir(parents=True, exist_ok=True)
     return config_for(language, PAGES / language)
 
@@ -116,7 +117,7 @@ def copy_to_root(language: str) -> Path:
     folder = PAGES / language / "_build" / "singlehtml"
     for name in ("print.css", "print.js"):          # the current ones (--no-build prints an older page)
         shutil.copyfile(ROOT / "book" / "_static" / name, folder / "_static" / name)
-    start = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    start = book_config.root_page()
     page = folder / f"{PDF_NAMES[language]}.html"
     text = (folder / f"{start}.html").read_text(encoding="utf-8")
     page.write_text(text.replace("</head>", widget_scripts(edition_config(language)) + "\n</head>", 1), encoding="utf-8")
@@ -155,7 +156,7 @@ def serve(folder: Path) -> Iterator[str]:
 def book_meta(language: str) -> dict[str, Any]:
     """What print.js puts on the title page and in the contents (bookPrint.book)."""
     folder = edition_config("en")["sphinx"]["config"]["language_editions"][language]
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    toc = book_config.toc()
     git = ["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs"]
     commit, _, date = subprocess.run(git, capture_output=True, text=True).stdout.strip().partition(" ")
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
