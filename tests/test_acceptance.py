@@ -31,7 +31,7 @@ import pytest
 from conftest import ROOT
 
 from booktools import editions as mk
-from booktools import site
+from booktools import myst, site
 
 acceptance = pytest.mark.acceptance
 
@@ -173,7 +173,7 @@ def test_runner_edition_without_network_says_so_in_one_sentence(runner_editions,
 def _readme_example() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use the library", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return myst.code_blocks(section, "python")[0]
 
 
 def _wheel(tmp: Path) -> Path:

@@ -7,7 +7,6 @@ import contextlib
 import functools
 import http.server
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from booktools import myst
 from conftest import IN_CI, ROOT, TEST_REPOSITORY, publishing_env
 
 BUILD = ROOT / "_build"
@@ -120,9 +120,7 @@ def _image_outputs(nb: Path) -> int:
 
 def _has_maths(nb: Path) -> bool:
     cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    text = re.sub(r"```.*?```|`[^`]*`", "", text, flags=re.S)   # code is not maths
-    return re.search(r"\$[^$\s][^$]*\$", text) is not None
+    return any(myst.has_maths("".join(c["source"])) for c in cells if c["cell_type"] == "markdown")
 
 
 def _has_widgets(nb: Path) -> bool:

@@ -242,3 +242,44 @@ def test_the_quick_tier_leaves_out_only_tests_that_exist():
         assert name in {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}, f"{path}::{name}"
     for path in re.findall(r"--ignore=(tests/\S+)", makefile):
         assert (ROOT / path).is_file(), path
+
+
+# ---- one MyST reader: no second grammar of regular expressions ---------------------------------
+
+RE_CALLS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
+# What a pattern of MyST's own syntax looks like: a role or directive name in braces, a backtick
+# after a closing brace (a role's content), a code fence, a colon fence.
+MYST_SYNTAX = re.compile(r"(?<![A-Za-z])\\\{[A-Za-z]|\{\{[A-Za-z]|\}`|```|`\{3|:\{3|(?<!\\):::")
+
+
+def _patterns(path: Path) -> list[tuple[int, str]]:
+    """(line, pattern) of every regular expression `path` hands to the `re` module, f-strings' text
+    parts included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RE_CALLS
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.args):
+            first = node.args[0]
+            parts = first.values if isinstance(first, ast.JoinedStr) else [first]
+            text = "".join(p.value for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str))
+            found.append((node.lineno, text))
+    return found
+
+
+def test_no_regular_expression_reads_myst():
+    """Tests and tools read roles, glue and directives through booktools.myst (MyST-Parser's own
+    markdown-it plugins), never with a regular expression of their own (a second grammar that
+    disagrees with the renderer at the edges: nested directives, roles in dropdowns, ```` fences)."""
+    files = sorted((ROOT / "tests").glob("*.py")) + sorted((ROOT / "book" / "booktools").rglob("*.py"))
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {pattern!r}" for path in files
+                 if path.name not in ("myst.py", "test_book_tools.py")
+                 for line, pattern in _patterns(path) if MYST_SYNTAX.search(pattern)]
+    assert not offenders, "MyST read with a regular expression; use booktools.myst:\n" + "\n".join(offenders)
+
+
+def test_the_myst_regex_check_sees_one():
+    """The scan is not vacuous: it finds a role, a glue role, a dropdown and a fence pattern."""
+    for pattern in (r"\{cite:t\}`[^`]*`", r"\{glue(?::\w+)?\}`", r"^:{3,}\{dropdown\}", r"```.*?```"):
+        assert MYST_SYNTAX.search(pattern), pattern
+    for pattern in (r"\d+(?:\.\d+)?", r"[\u4e00-\u9fff]", r"\\text\{[^{}]*\}", r"^#{1,6}\s"):
+        assert not MYST_SYNTAX.search(pattern), pattern

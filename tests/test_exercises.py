@@ -17,6 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from booktools import myst
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 MIN_CHECKS = 20
@@ -36,8 +38,9 @@ def _exercise_cells(nb) -> tuple[int, list]:
 
 
 def _titles(cells, kind: str) -> list[int]:
-    return [int(m) for c in cells if c.cell_type == "markdown"
-            for m in re.findall(rf"^:{{3,}}\{{dropdown\}} {kind} — exercise (\d+)\s*$", c.source, re.M)]
+    titles = [d.argument for c in cells if c.cell_type == "markdown" for d in myst.nested_directives(c.source, "dropdown")]
+    return [int(title.rpartition(" ")[2]) for title in titles
+            if title.startswith(f"{kind} — exercise ") and title.rpartition(" ")[2].isdigit()]
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import transformer_lib
+from booktools import myst
 from conftest import ROOT
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_wheel_metadata_stands_alone(wheel):
 def test_long_description_example_runs():
     """The example on the package's page is real code."""
     text = (ROOT / "PYPI.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    blocks = myst.code_blocks(text, "python")
     assert blocks
     for code in blocks:
         exec(compile(code, "PYPI.md", "exec"), {})

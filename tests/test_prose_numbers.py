@@ -15,36 +15,54 @@ import re
 import nbformat
 import pytest
 
+from booktools import myst
 from conftest import ROOT
 from prose_allowlist import ALLOWED, GLOBAL, SMALL_INTEGER_MAX
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
-# What is not prose, removed before looking for digits. Order matters (fences before spans).
-NOT_PROSE = [
-    re.compile(r"```.*?```", re.S),                       # fenced blocks and directives
-    re.compile(r"~~~.*?~~~", re.S),
-    re.compile(r"\{glue(?::\w+)?\}`[^`]*`"),               # glued values: computed
-    re.compile(r"\{[\w:-]+\}`[^`]*`"),                     # other roles: cite, doc, ref, eq, term
-    re.compile(r"`[^`]*`"),                                # inline code: names, not numbers
-    re.compile(r"\]\([^)]*\)"),                            # link targets
-    re.compile(r"<[^>]+>"),                                # HTML tags and their attributes
-    re.compile(r"^\([\w-]+\)=\s*$", re.M),                 # MyST targets
-    # references to the paper's (or another text's) sections, tables, figures, equations
-    re.compile(r"(?:§|\b(?:[Ss]ections?|[Tt]ables?|[Ff]igures?|[Ee]q(?:uation)?s?\.?|"
-               r"[Cc]hapters?|[Ss]eeds?|[Ee]xercises?|[Ss]teps?|[Rr]ows?|[Ll]ines?|[Pp]arts?))"
-               r"\s*\(?\d+(?:\.\d+)*[a-c]?\)?(?:\s*(?:,|and|or|–|-|to)\s*\(?\d+(?:\.\d+)*[a-c]?\)?)*"),
-]
+# References to the paper's (or another text's) sections, tables, figures, equations: numbers
+# that name a place, not a result (a pattern of English prose, not of MyST).
+PLACE_REFERENCE = re.compile(
+    r"(?:§|\b(?:[Ss]ections?|[Tt]ables?|[Ff]igures?|[Ee]q(?:uation)?s?\.?|"
+    r"[Cc]hapters?|[Ss]eeds?|[Ee]xercises?|[Ss]teps?|[Rr]ows?|[Ll]ines?|[Pp]arts?))"
+    r"\s*\(?\d+(?:\.\d+)*[a-c]?\)?(?:\s*(?:,|and|or|–|-|to)\s*\(?\d+(?:\.\d+)*[a-c]?\)?)*")
 # A number: not part of an identifier (fp16, Multi30k, W_1, \frac12), with decimals and
 # thousands separators; a trailing unit letter (37k, 65M) is allowed and ignored.
 NUMBER = re.compile(r"(?<![A-Za-z_\\\d.,])\d+(?:[.,]\d+)*")
 
 
+def _paragraph(tok) -> str:
+    """An inline token's prose as the reader sees it: its text and formulas; roles (glued values,
+    citations, references), code spans, link targets and HTML tags are gaps."""
+    parts = []
+    for child in tok.children or []:
+        piece = myst.inline_piece(child)
+        parts.append(piece.content if piece.kind in ("text", "math") else " ")
+    return "".join(parts)
+
+
+def prose(source: str) -> list[str]:
+    """The prose and formulas of a markdown cell as MyST reads it (booktools.myst): paragraphs,
+    headings, list items and table cells, display maths, and the bodies of `:::` directives
+    (dropdowns, at any depth); not code blocks, ``` directives, targets or HTML blocks."""
+    found = []
+    for tok in myst.blocks(source):
+        if tok.type == "inline":
+            found.append(_paragraph(tok))
+        elif tok.type in myst.MATH_BLOCKS:        # display maths: its digits count
+            found.append(tok.content)
+        elif tok.type == "colon_fence" and (d := myst.directive_of(tok)) is not None:
+            found += prose(d.body)
+    return found
+
+
 def prose_numbers(source: str) -> list[str]:
-    source = source.replace("{,}", ",")                   # LaTeX thousands separator: 4{,}194{,}304
-    for rx in NOT_PROSE:
-        source = rx.sub(" ", source)
-    return [m.group() for m in NUMBER.finditer(source)]
+    numbers = []
+    for text in prose(source):
+        text = PLACE_REFERENCE.sub(" ", text.replace("{,}", ","))   # LaTeX thousands separator: 4{,}194{,}304
+        numbers += [m.group() for m in NUMBER.finditer(text)]
+    return numbers
 
 
 def _is_small_integer(token: str) -> bool:
@@ -88,6 +106,10 @@ def test_the_check_catches_a_typed_number():
     assert prose_numbers("a 37k vocabulary and 65M parameters") == ["37", "65"]
     assert prose_numbers("$\\sqrt{d_k} = 8$ for $d_k = 64$") == ["8", "64"]
     assert prose_numbers("$4 \\cdot 262{,}144 = 4{,}194{,}304$") == ["4", "262,144", "4,194,304"]
+    assert prose_numbers(":::{dropdown} Solution — exercise 2\nBLEU reaches 27.3\n:::\n") == ["27.3"]
+    assert prose_numbers("$$\nd_k = 64\n$$\n") == ["64"]
+    assert prose_numbers("```{code-cell}\nx = 27.3\n```\n") == []
+    assert prose_numbers("[27.3 BLEU](https://example.org/run/12) and <b>4.5</b>") == ["27.3", "4.5"]
 
 
 _NUMBER_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty)"

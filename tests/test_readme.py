@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from booktools import myst
 from booktools.install_cell import NOTE_MACHINE
 from conftest import ROOT
 from test_glue_keys import glued_values
@@ -147,7 +148,7 @@ def test_the_section_the_chapters_cite_is_in_the_readme():
 
 def test_readme_example_runs():
     """The usage example of the README, run as it is written."""
-    blocks = re.findall(r"^```python\n(.*?)^```", _text(README), re.S | re.M)
+    blocks = myst.code_blocks(_text(README), "python")
     assert len(blocks) == 1, "the README should hold one python example"
     namespace: dict = {}
     exec(compile(blocks[0], "README.md example", "exec"), namespace)
@@ -164,8 +165,7 @@ def links(text: str) -> list[str]:
 
 def headings(text: str) -> list[tuple[str, str]]:
     """(GitHub anchor, title) of each markdown heading outside code blocks."""
-    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    titles = [m.group(1).strip() for m in re.finditer(r"^#{1,6}\s+(.+)$", text, re.M)]
+    titles = [title.strip() for _, title in myst.headings(text)]
     return [(re.sub(r"[^\w\- ]", "", t.lower()).replace(" ", "-"), t) for t in titles]
 
 

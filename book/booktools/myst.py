@@ -10,6 +10,9 @@ renderer calls one: no second grammar of regular expressions.
     inline("...")            # the inline pieces of a paragraph: text, roles, maths, code, links
     roles("...", "term")     # the roles (of one name)
     nested_roles("...")      # the roles, also inside directives' bodies at any depth
+    code_blocks("...", "python")  # the contents of plain code fences
+    headings("...")          # (level, title) of each heading
+    has_maths("...")         # whether a text shows a formula
     directives("...")        # every directive ({name} fences, ``` or :::) with argument, options, body
     nested_directives("...") # the directives, and those they nest
     located("...")           # roles, code spans and formulas with where each is written
@@ -67,7 +70,8 @@ def _ticks(content: str) -> str:
     return "`" * n
 
 
-def _piece(tok: Token) -> Piece:
+def inline_piece(tok: Token) -> Piece:
+    """The Piece an inline token (a child of a block's `inline` token) is."""
     if tok.type == "myst_role":
         name, ticks = str(tok.meta["name"]), _ticks(tok.content)
         return Piece("role", tok.content, f"{{{name}}}{ticks}{tok.content}{ticks}", name)
@@ -86,7 +90,7 @@ def _piece(tok: Token) -> Piece:
 def inline(text: str) -> list[Piece]:
     """The inline pieces of every paragraph, heading, list item and table cell in `text`, in
     order (the contents of code blocks and directives' raw bodies are not inline text)."""
-    return [_piece(child) for tok in blocks(text) if tok.type == "inline" for child in tok.children or []]
+    return [inline_piece(child) for tok in blocks(text) if tok.type == "inline" for child in tok.children or []]
 
 
 def roles(text: str, name: Optional[str] = None) -> list[Piece]:
@@ -176,6 +180,38 @@ def nested_roles(text: str, name: Optional[str] = None) -> list[Piece]:
         if d.name not in RAW_BODIES:
             found += nested_roles(d.body, name)
     return found
+
+
+def code_blocks(text: str, language: Optional[str] = None) -> list[str]:
+    """The contents of the plain code fences of `text` (```python), in order, also inside
+    directives' markdown bodies (only those whose info string names `language`, when given).
+    A directive is not a code block."""
+    found = []
+    for tok in _walk(blocks(text)):
+        if tok.type in ("fence", "colon_fence") and directive_of(tok) is None:
+            if language is None or tok.info.strip().split(" ")[0] == language:
+                found.append(tok.content)
+    for d in directives(text):
+        if d.name not in RAW_BODIES:
+            found += code_blocks(d.body, language)
+    return found
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """(level, title as written) of each heading of `text`, in order (none from code blocks)."""
+    toks = blocks(text)
+    return [(int(tok.tag[1]), toks[i + 1].content) for i, tok in enumerate(toks) if tok.type == "heading_open"]
+
+
+MATH_BLOCKS = frozenset({"math_block", "math_block_label", "amsmath"})
+
+
+def has_maths(text: str) -> bool:
+    """Whether `text` shows a formula: inline or display maths, also inside directives' markdown
+    bodies (code is not maths)."""
+    if any(p.kind == "math" for p in inline(text)) or any(tok.type in MATH_BLOCKS for tok in blocks(text)):
+        return True
+    return any(has_maths(d.body) for d in directives(text) if d.name not in RAW_BODIES)
 
 
 def targets(text: str) -> list[str]:

@@ -86,6 +86,25 @@ def _block_quotes(text: str) -> list[list[str]]:
     return quotes
 
 
+def _attributed(text: str) -> bool:
+    """Whether `text` carries an attribution: a dash followed by a section sign or a citation role."""
+    if re.search(r"—\s*§", text):
+        return True
+    return any(piece.name.startswith("cite") and text[:start].rstrip().endswith("—")
+               for start, _, piece in myst.located(text))
+
+
+def _dash_against_attribution(found: list[myst.Piece]) -> bool:
+    """'——§3.2' or '——{cite:t}`…`': an attribution's dash written against what it attributes."""
+    for before, piece in zip([None, *found], found):
+        if piece.kind == "text" and "——§" in piece.content:
+            return True
+        if (piece.kind == "role" and piece.name.startswith("cite") and before is not None
+                and before.kind == "text" and before.content.endswith("——")):
+            return True
+    return False
+
+
 def paper_quotes(root: Path = ROOT) -> set[str]:
     """The messages that quote a paper: paragraphs of a block quote that carries an attribution
     (a dash followed by a citation or a section sign), as Sphinx writes them into the catalogue."""
@@ -96,7 +115,7 @@ def paper_quotes(root: Path = ROOT) -> set[str]:
     quotes = set()
     for text in texts:
         for paragraphs in _block_quotes(text):
-            if re.search(r"—\s*(\{cite|§)", " ".join(paragraphs)):
+            if _attributed(" ".join(paragraphs)):
                 quotes |= {para for para in paragraphs if para and not para.startswith("—")}
     return quotes
 
@@ -450,7 +469,7 @@ def _wording(msgid: str, found: list[myst.Piece], book: Book, page: Page) -> lis
     english = TITLE.sub("", USUALLY_ENGLISH_EN.sub("", reading(pieces(msgid))))
     chinese = USUALLY_ENGLISH_ZH.sub("", reading(found))
     problems += terms.unrendered(book.ideas, english, chinese, page.name, msgid, book.exempted)
-    if re.search(r"——(?:§|〇)", text) and re.search(r"——(?:§|\{cite)", as_written(found)):
+    if re.search(r"——(?:§|〇)", text) and _dash_against_attribution(found):
         problems.append("an attribution: a space after the dash, '—— §3.2' or '—— {cite:t}`…`'")
     for m in re.finditer(r"(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]*)\s*[（(]\1[）)]", text):
         problems.append(f"{m.group(0)!r}: the English in parentheses repeats the word before it")
