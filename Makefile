@@ -145,8 +145,12 @@ lab: export $(if $(filter _build/notebooks%,$(LAB_DIR)),notebooks)
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=900
 
+# The suite runs in WORKERS processes (pytest-xdist): each unit of work (a test file, a chapter, the
+# training chapters in order, the tests of the built book) runs whole on one of them (conftest.py).
+# WORKERS=0: one process, as before.
+WORKERS ?= 2
 test: export vendor
-	$(PY) -m pytest tests chapters $(NBVAL_ARGS) --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest tests chapters $(NBVAL_ARGS) -n $(WORKERS) --durations=25 $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-cpu
 
 # The same verdict on other processors: the machine-sensitive chapters once more, as two other
@@ -165,8 +169,8 @@ OTHER_CPU_PLAIN_ENV := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=3 TRANSFORMER
 OTHER_CPU_CHAPTERS ?= chapters/06_encoder.ipynb chapters/07_decoder_cross_attention.ipynb \
 	chapters/10_decoding.ipynb chapters/13_beyond.ipynb
 test-other-cpu: $(STAMP)
-	env $(OTHER_CPU_ENV) $(PY) -m pytest $(OTHER_CPU_CHAPTERS) $(NBVAL_ARGS) -p no:cacheprovider
-	env $(OTHER_CPU_PLAIN_ENV) $(PY) -m pytest $(OTHER_CPU_CHAPTERS) $(NBVAL_ARGS) -p no:cacheprovider
+	env $(OTHER_CPU_ENV) $(PY) -m pytest $(OTHER_CPU_CHAPTERS) $(NBVAL_ARGS) -n $(WORKERS) -p no:cacheprovider
+	env $(OTHER_CPU_PLAIN_ENV) $(PY) -m pytest $(OTHER_CPU_CHAPTERS) $(NBVAL_ARGS) -n $(WORKERS) -p no:cacheprovider
 
 unit: $(STAMP)
 	$(PY) -m pytest tests -m "not book and not browser and not acceptance" -p no:nbval

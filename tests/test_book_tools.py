@@ -234,7 +234,7 @@ def test_the_quick_tier_leaves_out_only_tests_that_exist():
     """`make test-quick` deselects the slow runs by name: a renamed or removed test is named here,
     not silently run (or left out) in the quick tier; `make test` prints its slowest tests."""
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^\t\$\(PY\) -m pytest tests chapters \$\(NBVAL_ARGS\) --durations=25 ", makefile, re.M)
+    assert re.search(r"^\t\$\(PY\) -m pytest tests chapters \$\(NBVAL_ARGS\) -n \$\(WORKERS\) --durations=25 ", makefile, re.M)
     left_out = re.findall(r"--deselect (tests/\S+?)::(\w+)", makefile)
     assert left_out, "the Makefile's test-quick deselects nothing"
     for path, name in left_out:
