@@ -39,7 +39,7 @@ def _no_dropout() -> Forbidden:
 def _dropout(answer, x: torch.Tensor, p: float, training: bool, what: str) -> torch.Tensor:
     """One guarded call, the generator seeded anew first (inside the check's fork_rng): an answer that
     reseeds it with torch.manual_seed changes the seed, and is named."""
-    torch.manual_seed(int(torch.randint(1, 2 ** 62, ())))
+    torch.default_generator.manual_seed(int(torch.randint(1, 2 ** 62, ())))    # the CPU generator x's draws use
     return expect_tensor(call(answer, x, p, training, what="your dropout", forbidden=_no_dropout(), random=True),
                          x.shape, what=what, dtype=x.dtype)
 
@@ -72,9 +72,9 @@ def _check_eval(answer: Callable[..., Any], x: torch.Tensor) -> None:
 Z = 5.5                    # the statistical tests' bound, in standard deviations
 ALPHA = math.erfc(Z / math.sqrt(2)) / 2          # one-sided: 1.9e-8, each independence test's false rejection
 ENTRIES = 1 << 19          # about half a million entries per call in training mode
-STEPS = range(1, 5)        # the first call's rate, p = (k + 1/2) / 256: halfway between two 8-bit steps
+STEPS = range(1, 5)        # the second call's rate, p = (k + 1/2) / 256: halfway between two 8-bit steps
 SLACK = 2 ** -17           # a 16-bit mask (the chapter's) drops with probability round(p 65536) / 65536
-SHAPES = [(B, L) for B in range(2, 7) for L in range(16, 49)]   # x is (B, L, ENTRIES // (B L)) in training
+SHAPES = [(B, L) for B in range(2, 7) for L in range(128, 257)]  # x is (B, L, ENTRIES // (B L)) in training
 N_MIN = min(B * L * (ENTRIES // (B * L)) for B, L in SHAPES)   # the fewest entries the rate tests see
 
 
@@ -110,7 +110,7 @@ def _outside(n: int, p: float, q: float) -> float:
 
 
 def _rates() -> list[tuple[int, float]]:
-    """(entries, p) of the rate tests: the first call's four rates and the second call's range, 0.05 and
+    """(entries, p) of the rate tests: the second call's four rates and the first call's range, 0.05 and
     every 0.1 to 0.6 (at the fewest entries the check draws), and the float64 input's 16,384 entries at 0.3."""
     return ([(N_MIN, (k + 0.5) / 256) for k in STEPS] + [(N_MIN, p) for p in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
             + [(64 * 256, 0.3)])
@@ -123,8 +123,8 @@ FALSE_REJECTION = max(_outside(n, p, p + s) for n, p in _rates() for s in (-SLAC
 # (neighbours along three axes, in each of the two calls) and one test that the two calls' masks are
 # independent: a bound on the chance that a right dropout is rejected
 FALSE_REJECTION_PER_CALL = 3 * FALSE_REJECTION + 7 * ALPHA
-# the chance that 8-bit random numbers (a drop rate a multiple of 1/256, 1/512 from the first call's p) pass
-# the first call's rate test, at its worst over its four rates: any rate off by 1/512 or more passes less often
+# the chance that 8-bit random numbers (a drop rate a multiple of 1/256, 1/512 from the second call's p) pass
+# the second call's rate test, at its worst over its four rates: any rate off by 1/512 or more passes less often
 MISS_COARSE = max(_binomial_mass(N_MIN, (k + 0.5 + s) / 256, *_window(N_MIN, (k + 0.5) / 256))
                   for k in STEPS for s in (-0.5, 0.5))
 
@@ -153,36 +153,43 @@ def _rate(dropped: torch.Tensor, p: float, what: str) -> None:
                   f"{1 / FALSE_REJECTION:.2g} calls). Is your threshold off, or your random numbers coarse (8-bit draws)?")
 
 
-def _together(first: torch.Tensor, second: torch.Tensor) -> tuple[float, float, float]:
+def _together(first: torch.Tensor, second: torch.Tensor) -> tuple[float, float, float, float]:
     """Fisher's exact test that two boolean masks of one shape are dropped together more often than independent
-    masks are: (the share of entries dropped in both, the share independent masks give, and the one-sided
-    p-value, the chance of at least that many given how many each mask drops: a hypergeometric tail)."""
+    masks are: (the share of entries dropped in both, the share independent masks give, the one-sided p-value,
+    the chance of at least that many given how many each mask drops: a hypergeometric tail, and the masks'
+    correlation, 1 for masks that are one and the same, which still orders tests whose p-values underflow)."""
     n, a, b, both = (first.numel(), int(torch.count_nonzero(first)), int(torch.count_nonzero(second)),
                      int(torch.count_nonzero(first & second)))
     expected = a * b / n
-    if both <= expected:
-        return both / n, expected / n, 1.0
-    k = torch.arange(both, min(a, b, both + 20_000) + 1, dtype=torch.float64)  # beyond: 39 sd, nothing
+    sd = math.sqrt(a * b * (n - a) * (n - b) / (n * n * (n - 1))) if n > 1 else 0.0
+    if both <= expected or sd == 0:
+        return both / n, expected / n, 1.0, 0.0
+    k = torch.arange(both, min(a, b, both + math.ceil(40 * sd) + 10) + 1, dtype=torch.float64)  # beyond: < 1e-300
     log_p = _log_choose(a, k) + _log_choose(n - a, b - k) - _log_choose(n, torch.tensor(b, dtype=torch.float64))
-    return both / n, expected / n, float(log_p.exp().sum())
+    correlation = (n * both - a * b) / math.sqrt(a * (n - a) * b * (n - b))
+    return both / n, expected / n, float(log_p.exp().sum()), correlation
 
 
 def _independent(dropped: torch.Tensor) -> None:
     """Neighbours along the features, the positions and the batch must be dropped independently: on each axis
     the entries at even indices against their odd neighbours (disjoint pairs), by Fisher's exact test, each
     rejecting a right dropout with probability at most ALPHA; a mask shared along the axis has a p-value
-    far below it (all its drops paired)."""
+    far below it (all its drops paired, a correlation of 1). The sentence names each axis that fails with at
+    least half the largest correlation (a mask of one row of features shared across the positions and the
+    batch: both)."""
     tests = {}
     for axis, name in ((-1, "across the features"), (-2, "across the positions"), (0, "across the batch")):
         d = dropped.movedim(axis, 0)
         half = d.shape[0] // 2
         tests[name] = _together(d[0:2 * half:2], d[1:2 * half:2])
-    name = min(tests, key=lambda k: tests[k][2])              # the axis along which the mask is shared most
-    both, expected, p_value = tests[name]
-    if p_value < ALPHA:
-        raise Mistake(f"your masks are shared {name} ({both:.3%} of neighbouring pairs are both dropped, "
-                      f"{expected:.3%} with independent draws): each element is dropped independently; draw a "
-                      f"mask of x's full shape")
+    worst = max(tests, key=lambda k: tests[k][3])             # the axis along which the mask is shared most
+    named = [k for k, t in tests.items() if t[2] < ALPHA and t[3] >= tests[worst][3] / 2]
+    if named:
+        both, expected = tests[worst][:2]
+        where = " and ".join([named[0]] + [k.removeprefix("across ") for k in named[1:]])
+        raise Mistake(f"your masks are shared {where} ({both:.3%} of neighbouring pairs {worst} are both "
+                      f"dropped, {expected:.3%} with independent draws): each element is dropped independently; "
+                      f"draw a mask of x's full shape")
 
 
 def _scaling(kept: torch.Tensor, x: torch.Tensor, p: float) -> None:
@@ -213,7 +220,7 @@ def _scaling(kept: torch.Tensor, x: torch.Tensor, p: float) -> None:
 def _fresh(previous: torch.Tensor, dropped: torch.Tensor) -> None:
     """Two calls must draw independent masks (Fisher's exact test, at ALPHA): masks from the same random numbers
     are nested, every entry the smaller rate drops dropped by the larger, a p-value far below ALPHA."""
-    both, expected, p_value = _together(previous, dropped)
+    both, expected, p_value, _ = _together(previous, dropped)
     if p_value < ALPHA:
         raise Mistake(f"two calls gave the same mask, or masks from the same random numbers ({both:.2%} of the "
                       f"entries are dropped in both, {expected:.2%} with independent draws): draw a new one at every "
@@ -221,16 +228,17 @@ def _fresh(previous: torch.Tensor, dropped: torch.Tensor) -> None:
 
 
 def _check_training(answer: Callable[..., Any], draw: Fresh) -> None:
-    """Two calls on x of about half a million random non-zero entries (`ENTRIES`). The first at a small rate
-    halfway between two steps of 8-bit random numbers, p = (k + 1/2)/256 for k in `STEPS` (0.6 % to 1.8 %),
-    where the binomial noise is small: 8-bit draws miss it by 1/512, 10 to 18 standard deviations. The second
-    at a rate drawn from 0.05 to 0.6. Each: neighbours dropped independently, the rate, the survivors scaled
-    by 1 / (1 - p); then the two calls' masks independent of each other."""
+    """Two calls on x of about half a million random non-zero entries (`ENTRIES`), in at least 256 rows of
+    features (a mask shared along each row drops no row at the first call with probability below 2e-6).
+    The first at a rate drawn from 0.05 to 0.6; the second at a small rate halfway between two steps of 8-bit
+    random numbers, p = (k + 1/2)/256 for k in `STEPS` (0.6 % to 1.8 %), where the binomial noise is small:
+    8-bit draws miss it by 1/512, 10 to 18 standard deviations. Each: neighbours dropped independently, the
+    rate, the survivors scaled by 1 / (1 - p); then the two calls' masks independent of each other."""
     B, L = draw.choice(SHAPES)
     d = ENTRIES // (B * L)
     x = _nonzero(draw, B, L, d)
     previous = None
-    for p in ((draw.int(STEPS[0], STEPS[-1]) + 0.5) / 256, round(draw.float(0.05, 0.6), 4)):
+    for p in (round(draw.float(0.05, 0.6), 4), (draw.int(STEPS[0], STEPS[-1]) + 0.5) / 256):
         out = _dropout(answer, x, p, True, f"your dropout in training mode (x of shape {tuple(x.shape)})")
         dropped = out == 0
         _independent(dropped)
@@ -288,9 +296,9 @@ def _check_dropout(answer: Callable[..., Any]) -> None:
     included) with probability at most FALSE_REJECTION = 3.9e-8, the binomial tails summed exactly; and
     seven of Fisher's exact tests (independence along three axes in each of two calls, and between the
     calls), each at ALPHA = 1.9e-8. Against the wrong answers: 8-bit random numbers pass at most once in
-    3.4 million calls, MISS_COARSE = 2.9e-7 (a rate off by more than 1/512 less often; a threshold shifted
-    by 0.005 lies more than 27 standard deviations out, a rate rounded to 0.1 drops nothing at the first
-    call's rate); a mask shared along an axis, or two calls' masks from the same random numbers, give
+    3.1 million calls, MISS_COARSE = 3.2e-7 (a rate off by more than 1/512 less often; a threshold shifted
+    by 0.005 lies more than 27 standard deviations out, a rate rounded to 0.1 drops nothing at the small
+    rate); a mask shared along an axis, or two calls' masks from the same random numbers, give
     p-values that underflow to 0."""
     with torch.random.fork_rng():                         # the reader's random state is left as it was
         try:
