@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 import transformer_lib.exercises as exercises
-from transformer_lib.exercises import ch01, ch03, ch05, ch06, ch07, ch08, ch10, ch13, seeded
+from transformer_lib.exercises import ch01, ch03, ch05, ch06, ch07, ch08, ch10, ch11a, ch13, seeded
 
 CALLS = 3
 
@@ -168,6 +169,32 @@ def test_a_table_of_the_dropout_variance_cases_is_rejected():
     _rejected(ch08.ex5, lambda x, p: table.get((x, p), 0.0), "the variance is")
 
 
+def _old_paper_cases():
+    """The four corpora 11a.4 used to check on every call (numpy seeds 1 to 8), with their token budgets."""
+    def lengths(seed, n, low, high, long_share=0.0):
+        rng = np.random.default_rng(seed)
+        out = rng.integers(low, high + 1, size=n)
+        longer = rng.random(n) < long_share
+        out[longer] += rng.integers(20, 60, size=int(longer.sum()))
+        return out
+    return ((lengths(1, 20_000, 5, 20, 0.2), lengths(2, 20_000, 5, 20, 0.2), 25_000),
+            (lengths(3, 20_000, 5, 9), lengths(4, 20_000, 25, 35), 25_000),
+            (lengths(5, 12_000, 30, 50), lengths(6, 12_000, 4, 8), 25_000),
+            (lengths(7, 5_000, 10, 20), lengths(8, 5_000, 12, 22), 4_000))
+
+
+def test_a_table_of_the_paper_batches_cases_is_rejected():
+    """Sentences counted instead of tokens, except on a table of the corpora the check used to draw the same
+    at every call: the check's corpora are drawn anew at each call now, so the table never answers."""
+    def key(src, tgt, tokens):
+        return len(src), int(np.sum(src)), int(np.sum(tgt)), tokens
+    table = {key(s, t, k): (2 * k / (s.mean() + t.mean()), (s.sum() + t.sum()) / (2 * k)) for s, t, k in _old_paper_cases()}
+
+    def paper_batches(src, tgt, tokens=25_000):
+        return table.get(key(src, tgt, tokens), (tokens, len(src) / tokens))
+    _rejected(ch11a.ex4, paper_batches, "you counted sentences, not tokens", calls=10)
+
+
 # ---- 2. dropout checked as dropout -------------------------------------------------------------------
 
 def _dropout(make_mask, scale=lambda x, p: x / (1 - p)):
@@ -202,8 +229,24 @@ def test_dropout_mistakes_are_rejected(name):
     _rejected(ch08.ex4, answer, words, calls=2)
 
 
-def test_dropout_false_rejection_rate_is_stated():
-    assert ch08.Z == 5.5 and 3.7e-8 < ch08.FALSE_REJECTION < 3.9e-8
+def test_dropout_false_rejection_rate_and_power_are_computed_and_stated():
+    """The rates the check states are sums of exact probabilities: the binomial sum and Fisher's hypergeometric
+    tail agree with integer arithmetic on small cases; the docstring states the computed values."""
+    n, q = 200, 0.1
+    exact = sum(math.comb(n, k) * q ** k * (1 - q) ** (n - k) for k in range(10, 31))
+    assert ch08._binomial_mass(n, q, 10, 30) == pytest.approx(exact, rel=1e-9)
+    first, second = torch.zeros(60, dtype=torch.bool), torch.zeros(60, dtype=torch.bool)
+    first[:20], second[:10], second[30:35] = True, True, True          # 20 and 15 dropped, 10 of them together
+    tail = sum(math.comb(20, k) * math.comb(40, 15 - k) for k in range(10, 16)) / math.comb(60, 15)
+    assert ch08._together(first, second)[:3] == pytest.approx((10 / 60, 20 * 15 / 60 / 60, tail), rel=1e-9)
+    normal = math.erfc(ch08.Z / math.sqrt(2))                           # the normal approximation's 3.8e-8
+    assert ch08.Z == 5.5 and 0.9 * normal < ch08.FALSE_REJECTION < 1.1 * normal
+    assert ch08.FALSE_REJECTION_PER_CALL == 3 * ch08.FALSE_REJECTION + 7 * ch08.ALPHA < 1e-6
+    assert ch08.MISS_COARSE < 1e-6
+    for name in ("FALSE_REJECTION_PER_CALL", "FALSE_REJECTION", "ALPHA", "MISS_COARSE"):
+        value = f"{getattr(ch08, name):.1e}".replace("e-0", "e-")          # 2.5e-7, as the docstring writes it
+        assert f"{name} = {value}" in " ".join(ch08._check_dropout.__doc__.split()), name
+    assert f"once in {1 / ch08.FALSE_REJECTION_PER_CALL / 1e6:.1f} million calls" in ch08._check_dropout.__doc__
 
 
 # ---- 3. forbidden kernels, by what they compute --------------------------------------------------------

@@ -11,24 +11,37 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import Exercise, Mistake, call, expect_number
+from . import Exercise, Fresh, Mistake, call, expect_number
+
+_Case = tuple[np.ndarray, np.ndarray, int]                 # (source lengths, target lengths, tokens)
 
 
-def _lengths(seed: int, n: int, low: int, high: int, long_share: float = 0.0) -> np.ndarray:
-    """n sentence lengths in tokens from low to high; a share of them much longer (a skewed corpus)."""
-    rng = np.random.default_rng(seed)
-    out = rng.integers(low, high + 1, size=n)
-    longer = rng.random(n) < long_share
-    out[longer] += rng.integers(20, 60, size=int(longer.sum()))
-    return out
+def _paper_cases(draw: Fresh) -> list[_Case]:
+    """Four corpora drawn anew at every call, so that no table of them can pass: alike sides with a long tail
+    at the paper's budget of 25,000 tokens; short sources and long targets; long sources and short targets
+    (budgets from 10,000 to 40,000); alike sides at a small budget (2,000 to 8,000). Sizes, length ranges and
+    the long tail's share are drawn too."""
+    rng = np.random.default_rng(draw.int(0, 2 ** 62))
 
+    def lengths(n: int, low: int, width: int, long_share: float = 0.0) -> np.ndarray:
+        """n sentence lengths in tokens from low to low + width; a share of them 20 to 59 tokens longer."""
+        out = rng.integers(low, low + width + 1, size=n)
+        longer = rng.random(n) < long_share
+        out[longer] += rng.integers(20, 60, size=int(longer.sum()))
+        return out
 
-# (src lengths, tgt lengths, tokens): alike sides with a long tail, short sources and long targets,
-# long sources and short targets, and another budget
-_CASES = ((_lengths(1, 20_000, 5, 20, 0.2), _lengths(2, 20_000, 5, 20, 0.2), 25_000),
-          (_lengths(3, 20_000, 5, 9), _lengths(4, 20_000, 25, 35), 25_000),
-          (_lengths(5, 12_000, 30, 50), _lengths(6, 12_000, 4, 8), 25_000),
-          (_lengths(7, 5_000, 10, 20), _lengths(8, 5_000, 12, 22), 4_000))
+    def size(low: int, high: int) -> int:
+        return int(rng.integers(low, high + 1))
+
+    n, share = size(5_000, 20_000), float(rng.uniform(0.1, 0.3))
+    alike = (lengths(n, size(3, 8), size(8, 20), share), lengths(n, size(3, 8), size(8, 20), share), 25_000)
+    n = size(5_000, 20_000)
+    short_long = (lengths(n, size(3, 6), size(2, 6)), lengths(n, size(20, 30), size(5, 15)), size(10_000, 40_000))
+    n = size(5_000, 20_000)
+    long_short = (lengths(n, size(25, 35), size(10, 20)), lengths(n, size(3, 6), size(2, 6)), size(10_000, 40_000))
+    n = size(2_000, 8_000)
+    small = (lengths(n, size(8, 12), size(8, 12)), lengths(n, size(8, 12), size(8, 12)), size(2_000, 8_000))
+    return [alike, short_long, long_short, small]
 
 
 def _pairs_batches(out: Any) -> tuple[float, float]:
@@ -40,15 +53,15 @@ def _pairs_batches(out: Any) -> tuple[float, float]:
     return pairs, batches
 
 
-def _paper_case_stats() -> tuple[list[float], list[float], list[int], list[int]]:
-    """Mean source and target lengths, pairs and token budget of each of `_CASES`."""
-    return ([float(src.mean()) for src, _, _ in _CASES], [float(tgt.mean()) for _, tgt, _ in _CASES],
-            [len(src) for src, _, _ in _CASES], [tokens for _, _, tokens in _CASES])
+def _paper_case_stats(cases: list[_Case]) -> tuple[list[float], list[float], list[int], list[int]]:
+    """Mean source and target lengths, pairs and token budget of each case."""
+    return ([float(src.mean()) for src, _, _ in cases], [float(tgt.mean()) for _, tgt, _ in cases],
+            [len(src) for src, _, _ in cases], [tokens for _, _, tokens in cases])
 
 
-def _paper_pair_mistakes() -> list[tuple[list[float], str]]:
+def _paper_pair_mistakes(cases: list[_Case]) -> list[tuple[list[float], str]]:
     """Each mistake in the pairs per batch, as a formula tried on every case, and what it says."""
-    ms, mt, _, tok = _paper_case_stats()
+    ms, mt, _, tok = _paper_case_stats(cases)
     return [
         ([t for t in tok], "you counted sentences, not tokens: a batch of 25,000 source and 25,000 target tokens holds "
                            "2 × tokens / (mean source + mean target length) pairs"),
@@ -67,7 +80,7 @@ def _paper_pair_mistakes() -> list[tuple[list[float], str]]:
         ([t / (a + b) for t, a, b in zip(tok, ms, mt)],
          "`tokens` counts one side: a batch holds `tokens` source and `tokens` target tokens, 2 × tokens in all; "
          "you gave half as many pairs"),
-        ([2 * t / (float(np.median(src)) + float(np.median(tgt))) for (src, tgt, _), t in zip(_CASES, tok)],
+        ([2 * t / (float(np.median(src)) + float(np.median(tgt))) for (src, tgt, _), t in zip(cases, tok)],
          "you used the median length: how many pairs fill a budget depends on the total, that is on the mean length"),
         ([2 * t / (a + b + 3) for t, a, b in zip(tok, ms, mt)],
          "you added <bos>/<eos> to the lengths: count the lengths as given"),
@@ -76,9 +89,9 @@ def _paper_pair_mistakes() -> list[tuple[list[float], str]]:
     ]
 
 
-def _paper_batch_mistakes() -> list[tuple[list[float], str]]:
+def _paper_batch_mistakes(cases: list[_Case]) -> list[tuple[list[float], str]]:
     """Each mistake in the batches per epoch, as a formula tried on every case, and what it says."""
-    ms, mt, n, tok = _paper_case_stats()
+    ms, mt, n, tok = _paper_case_stats(cases)
     return [
         ([k / t for k, t in zip(n, tok)], "batches per epoch: you divided the number of pairs by tokens; divide "
                                           "the corpus's tokens (both sides) by the batch's 2 × tokens"),
@@ -93,27 +106,27 @@ def _paper_batch_mistakes() -> list[tuple[list[float], str]]:
 
 
 def _check_paper_batches(answer: Callable[..., Any]) -> None:
+    cases = _paper_cases(Fresh())
     got, want = [], []
-    for src, tgt, tokens in _CASES:
+    for src, tgt, tokens in cases:
         got.append(_pairs_batches(call(answer, src.copy(), tgt.copy(), tokens, what="your paper_batches")))
-        pairs = 2 * tokens / (src.mean() + tgt.mean())
+        pairs = 2 * tokens / (src.mean() + tgt.mean())        # from the check's own arrays, after the call
         want.append((pairs, len(src) / pairs))
-    pair_mistakes, batch_mistakes = _paper_pair_mistakes(), _paper_batch_mistakes()
     if all(abs(g[0] - w[1]) <= 1 and abs(g[1] - w[0]) <= max(1, 1e-3 * w[0]) for g, w in zip(got, want)):
         raise Mistake("you swapped the two numbers: return (pairs per batch, batches per epoch)")
-    for formula, message in pair_mistakes:
+    for formula, message in _paper_pair_mistakes(cases):
         if any(abs(g[0] - w[0]) > max(1, 1e-3 * w[0]) for g, w in zip(got, want)) and \
                 all(abs(g[0] - f) <= max(1, 1e-3 * f) for g, f in zip(got, formula)):
             raise Mistake(message)
-    for (g, _), (w, _), (src, tgt, tokens) in zip(got, want, _CASES):
+    for (g, _), (w, _), (src, tgt, tokens) in zip(got, want, cases):
         if abs(g - w) > max(1, 1e-3 * w):
             raise Mistake(f"for {len(src):,} pairs of mean lengths {src.mean():.2f} (source) and {tgt.mean():.2f} "
                           f"(target) and tokens={tokens:,}, a batch holds {w:.1f} pairs; you gave {g:.1f}")
-    for formula, message in batch_mistakes:
+    for formula, message in _paper_batch_mistakes(cases):
         if all(abs(g[1] - f) <= 1 for g, f in zip(got, formula)) and \
                 any(abs(g[1] - w[1]) > 1 for g, w in zip(got, want)):
             raise Mistake(message)
-    for (_, g), (_, w), (src, _, tokens) in zip(got, want, _CASES):
+    for (_, g), (_, w), (src, _, tokens) in zip(got, want, cases):
         if not abs(g - w) <= 1:               # the exact quotient, rounded or its ceiling
             raise Mistake(f"for {len(src):,} pairs and tokens={tokens:,}, an epoch is {w:.2f} batches "
                           f"(pairs / pairs per batch); you gave {g:.2f}")
@@ -121,5 +134,5 @@ def _check_paper_batches(answer: Callable[..., Any]) -> None:
 
 ex4 = Exercise("11a", 4, "the paper's batches in Multi30k pairs", _check_paper_batches,
                "your pairs per batch are 2 × tokens / (mean source + mean target length) and your batches per epoch "
-               "the corpus's tokens over 2 × tokens, on corpora with alike, lopsided and long-tailed lengths and "
-               "another budget.")
+               "the corpus's tokens over 2 × tokens, on four corpora drawn anew (alike, lopsided and long-tailed "
+               "lengths; the paper's budget and others).")
