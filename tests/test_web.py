@@ -11,16 +11,19 @@ fresh browser context (a first visit), records what the tests below assert:
   page: no critical and no serious violation, with no rule turned off;
 - no formula is a Tab stop (MathJax's `inTabOrder: false`);
 - weights, as a compressing host (GitHub Pages gzips text) would serve the files: the bytes that
-  block the first paint (the HTML, without the widgets' saved state at its end, and every
-  stylesheet and script the browser marks render-blocking) at most 500 kB on every page; a
-  chapter without widgets at most 1 MB on a first visit; no request fails (the widgets' fonts);
-  every page's figures written to `_build/web_weights.json`.
+  block the first paint (the HTML and every stylesheet and script the browser marks
+  render-blocking) at most 500 kB on every page; a chapter at most 1 MB on a first visit (the
+  widgets, their scripts and state load when the reader comes near one; figures when they come
+  near the screen); no request fails; every page's figures written to `_build/web_weights.json`.
 
 Then: the sidebars open below 992 px (pydata-sphinx-theme #2451, book/_static/web.js) and lead
 to another chapter; the "Running this chapter" note is one closed line that shows the run's time
-and machine; every control shows its focus; figures and diagrams have alt text in the page's
-language; the translator (chapter 12b) passes axe before and after a translation, in both
-editions, and its model is one copy that both editions load.
+and machine; every control shows its focus; every figure, a plot or a widget's picture, is named
+by the description its cell gives, in the page's language, and diagrams have alt text in it; the
+Chinese edition's buttons, menus, landmarks and footer are named in Chinese; widgets load when
+scrolled to, and are drawn; the translator (chapter 12b) passes axe before and after a
+translation, in both editions; its model, MathJax and the widget scripts are one copy that both
+editions load.
 
 `make test` makes that pass over a sample of pages in both editions (the intro, the bibliography,
 chapters 3, 6 and 10: widgets, the widest code, the most formulas); `make test-slow` (and CI) over
@@ -509,6 +512,22 @@ def test_the_translator_is_downloaded_once_for_both_editions(site, browser, serv
     assert not again, f"the Chinese page fetched the model again: {again}"
     assert not [u for u in asked if "/zh/_static/translator/" in u or "/zh/translator-vendor/" in u]
     ctx.close()
+
+
+def test_mathjax_and_the_widgets_are_downloaded_once_for_both_editions(site, browser, server):
+    """The Chinese edition's pages ask for MathJax, require.js and the widget embedder at the same
+    addresses as the English edition's (the root's vendor/, no per-edition checksum): a reader who
+    switches language finds them in the cache."""
+    assert not (site / "zh" / "vendor").exists(), "a second copy of MathJax and the widget scripts"
+    asked: dict[str, set] = {"": set(), "zh/": set()}
+    for edition in asked:
+        ctx = browser.new_context()
+        ctx.on("request", lambda r, e=edition: asked[e].add(r.url) if "/vendor/" in r.url else None)
+        pg = open_page(ctx, f"{server}/{edition}chapters/03_multi_head.html")
+        _show_every_widget(pg)
+        ctx.close()
+    assert any(u.endswith("embed-amd.js") for u in asked[""]) and any("tex-chtml.js" in u for u in asked[""]), asked[""]
+    assert asked["zh/"] == asked[""], f"only the Chinese page's: {sorted(asked['zh/'] - asked[''])[:4]}"
 
 
 # ---- the build's pieces, without a browser ---------------------------------------------------------

@@ -28,7 +28,8 @@ they are):
   (``loading="lazy"``); the search index is no longer loaded by every page (this book's search
   opens the search page, which loads it; templates/layout.html); in the Chinese edition the
   translator of chapter 12b is loaded from the English edition's folder, one copy of its model and
-  runtime for both (scripts/build_book.py leaves the second copy out).
+  runtime for both (scripts/build_book.py leaves the second copy out), and so are MathJax and the
+  widget scripts, from the root's vendor/ folder (`shared_vendor`).
 - **MathJax**: formulas are not Tab stops (``inTabOrder: false``), the menu stays on right click.
 - book/_static/web.css and web.js on every page: sidebars that open below 992 px (the theme bug
   pydata-sphinx-theme #2451, see web.js), pages that fit a 320-px screen, a visible focus ring.
@@ -227,8 +228,9 @@ def widgets_on_demand(app: Any, pagename: str, context: dict, scripts: list, sta
         name = str(getattr(script, "filename", script) or "").split("?")[0]
         if name.endswith(WIDGET_SCRIPTS):
             attributes = {k: v for k, v in getattr(script, "attributes", {}).items() if k not in ("priority", "defer")}
-            if name.endswith("embed-amd.js"):   # where the embedder's fonts are (widget-paths.js)
-                load.append({"src": context["pathto"]("_static/widget-paths.js", 1), "attributes": {}})
+            if name.endswith("embed-amd.js"):   # where the embedder's files are (its fonts: widget-paths.js)
+                load.append({"src": context["pathto"]("_static/widget-paths.js", 1),
+                             "attributes": {"data-dist": context["pathto"](name.rsplit("/", 1)[0], 1)}})
             load.append({"src": context["pathto"](name, 1), "attributes": attributes})
         else:
             kept.append(script)
@@ -239,8 +241,26 @@ def widgets_on_demand(app: Any, pagename: str, context: dict, scripts: list, sta
     return kept
 
 
+VENDOR = "_static/../vendor/"       # MathJax, require.js, the widget embedder: html_extra_path's book/_vendor
+_VENDOR_CHECKSUM = re.compile(r'(\bsrc="[^"?]*/vendor/[^"?]*)\?v=[0-9a-f]+"')
+
+
+def shared_vendor(scripts: list, folder: str) -> list:
+    """`scripts` with the vendored ones (MathJax, the widget scripts) read from the site root's vendor/
+    folder instead of the edition's own, for an edition in `folder` (zh): one copy for both editions,
+    which a reader who switches language does not download again (scripts/build_book.py leaves the
+    edition's copy out)."""
+    up = "../" * (folder.count("/") + 1)
+    return [type(s)(VENDOR.replace("vendor/", up + "vendor/") + str(s.filename)[len(VENDOR):],
+                    priority=s.priority, **s.attributes)
+            if str(getattr(s, "filename", "") or "").startswith(VENDOR) else s for s in scripts]
+
+
 def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    folder = (app.config.language_editions or {}).get(app.config.language or "en", "")
     scripts = context.get("script_files") or []
+    if folder and app.builder.name in ("html", "dirhtml"):
+        scripts = context["script_files"] = shared_vendor(scripts, folder)
     states = [getattr(s, "attributes", {}).get("body", "") for s in scripts
               if getattr(s, "attributes", {}).get("type") == WIDGET_STATE]
     scripts = [s for s in scripts if getattr(s, "attributes", {}).get("type") != WIDGET_STATE]
@@ -262,7 +282,6 @@ def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: An
     # a diagram's link (the intro's map) is named by its <title>, not by an aria-label that differs
     # from the words drawn on it (axe-core: label-content-name-mismatch)
     body = _LINK_LABEL.sub(r"\1\2", body)
-    folder = (app.config.language_editions or {}).get(app.config.language or "en", "")
     if folder:      # the Chinese edition: chapter 12b's translator from the English edition's folder
         up = "../" * pagename.count("/")
         body = body.replace(f'"{up}_static/translator/', f'"{up}{"../" * (folder.count("/") + 1)}_static/translator/')
@@ -276,17 +295,21 @@ def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: An
 
 
 def _builder_inited(app: Any) -> None:
-    """The theme's words in the edition's language: every page the builder renders goes through
-    `translate_chrome` with locales/<language>/theme.po."""
+    """Every page the builder renders, finished: the theme's words in the edition's language
+    (`translate_chrome` with locales/<language>/theme.po), and the vendored scripts without Sphinx's
+    checksum (``?v=``), which differs between editions (the Chinese edition's pages cannot see the
+    root's files when it is built), so that both editions ask for the same address and one copy
+    serves both."""
     catalogue = alt_catalogue(app.srcdir, app.config.language, "theme")
     templates = getattr(app.builder, "templates", None)
-    if not catalogue or templates is None or not hasattr(templates, "render"):
+    if app.builder.name not in ("html", "dirhtml") or templates is None or not hasattr(templates, "render"):
         return
     render = templates.render
 
-    def render_translated(template: str, context: dict) -> str:
-        return translate_chrome(render(template, context), catalogue)
-    templates.render = render_translated
+    def render_finished(template: str, context: dict) -> str:
+        page = _VENDOR_CHECKSUM.sub(r'\1"', render(template, context))
+        return translate_chrome(page, catalogue) if catalogue else page
+    templates.render = render_finished
 
 
 def _config(app: Any, config: Any) -> None:
