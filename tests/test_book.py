@@ -243,6 +243,7 @@ frame.onload = async () => {
   out.figures = Array.from(doc.querySelectorAll('figure[id]')).map(f => f.id);
   out.height = doc.documentElement.scrollHeight;
   const imgs = Array.from(doc.querySelectorAll('img')).filter(i => /_images\//.test(i.getAttribute('src') || ''));
+  imgs.forEach(img => { img.loading = 'eager'; });     // the book loads a figure when it nears the screen
   await Promise.all(imgs.map(img => img.complete ? null : new Promise(r => { img.onload = r; img.onerror = r; })));
   for (const img of imgs) {
     const rec = {src: img.getAttribute('src'), alt: img.getAttribute('alt') || '', w: img.naturalWidth,
