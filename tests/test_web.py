@@ -265,20 +265,15 @@ def test_render_blocking_bytes_at_most_500_kb(audit):
     assert not heavy, f"render-blocking bytes over {BLOCKING_LIMIT}: {heavy}"
 
 
-def test_a_typical_chapter_is_at_most_1_mb_on_a_first_visit(audit):
-    """The median chapter of each edition; chapter 12b is left out (its translator's model, 26 MB,
-    is the page's point; the test below: downloaded once for both editions)."""
-    if not ALL_PAGES:   # the sample: its chapter without widgets
-        heavy = {p: r["first_visit_bytes"] for p, r in audit.items()
-                 if "/chapters/" in f"/{p}" and not r["widgets"] and r["first_visit_bytes"] > CHAPTER_LIMIT}
-        assert not heavy, f"chapters without widgets over {CHAPTER_LIMIT} bytes on a first visit: {heavy}"
-        return
-    for edition in EDITIONS.values():
-        sizes = sorted(r["first_visit_bytes"] for p, r in audit.items()
-                       if p.startswith(f"{edition}chapters/") and TRANSLATOR not in p)
-        assert len(sizes) >= 15, sizes
-        median = sizes[len(sizes) // 2]
-        assert median <= CHAPTER_LIMIT, f"{edition or 'en/'}: the median chapter's first visit is {median} bytes: {sizes}"
+def test_every_chapter_is_at_most_1_mb_on_a_first_visit(audit):
+    """Every chapter, with widgets or without (they load when the reader comes near one), at most
+    1 MB on a first visit: what the issue asks of a typical chapter, held by each. Chapter 12b is left
+    out (its translator's model, 26 MB, is the page's point; the test below: downloaded once for
+    both editions)."""
+    chapters = {p: r["first_visit_bytes"] for p, r in audit.items() if "/chapters/" in f"/{p}" and TRANSLATOR not in p}
+    assert len(chapters) >= (32 if ALL_PAGES else 6), sorted(chapters)
+    heavy = {p: n for p, n in chapters.items() if n > CHAPTER_LIMIT}
+    assert not heavy, f"chapters over {CHAPTER_LIMIT} bytes on a first visit: {heavy}"
 
 
 # ---- navigation on phones and tablets ----------------------------------------------------------
