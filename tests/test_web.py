@@ -437,6 +437,10 @@ def test_widgets_load_when_the_reader_comes_near_one(browser, server, edition):
 _ENGLISH_CHROME = """() => {
   const cjk = /[\u4e00-\u9fff]/, bad = [];
   const inArticle = (e) => e.closest('.bd-article') && !e.matches('a.headerlink');
+  document.querySelectorAll('.bd-article details > summary').forEach((s) => {
+    const t = s.innerText.trim();
+    if (t && !cjk.test(t)) bad.push(`SUMMARY "${t}"`);
+  });
   document.querySelectorAll('[title], [aria-label], [data-bs-title], [placeholder], img[alt]').forEach((e) => {
     if (inArticle(e) || e.closest('[lang]:not(html)')) return;
     for (const a of ['title', 'aria-label', 'data-bs-title', 'placeholder', 'alt']) {
@@ -458,7 +462,7 @@ _ENGLISH_CHROME = """() => {
 @pytest.mark.parametrize("width", [390, 1280])
 def test_the_chinese_edition_names_its_controls_in_chinese(browser, server, width):
     """Every name, tooltip and word of the page around a Chinese chapter (header buttons and their
-    menus, sidebars, search, footer, a heading's link) is Chinese; the language switch says
+    menus, sidebars, search, footer, a heading's link, a folded cell's summary) is Chinese; the language switch says
     "English" in English, marked lang="en"."""
     ctx = browser.new_context()
     pg = open_page(ctx, f"{server}/zh/chapters/03_multi_head.html", width)
@@ -604,11 +608,13 @@ def test_the_theme_words_are_translated_outside_the_article():
     from booktools.ext.web import translate_chrome
     page = ('<button title="Suggest edit"><span>Suggest edit</span></button><nav aria-label="Page"></nav>'
             '<article class="bd-article"><p>Suggest edit</p><a class="headerlink" title="Link to this heading">#</a>'
+            '<details><summary><p class="collapsed admonition-title">Show code cell source</p></summary></details>'
             '</article><script>var t = "Suggest edit";</script><footer> © Copyright 2026. </footer>')
     out = translate_chrome(page, {"Suggest edit": "提出修改建议", "Page": "本页导航", "Link to this heading": "链接到此标题",
-                                  "© Copyright 2026.": "© 版权所有 2026。"})
+                                  "© Copyright 2026.": "© 版权所有 2026。", "Show code cell source": "显示单元格代码"})
     assert out == ('<button title="提出修改建议"><span>提出修改建议</span></button><nav aria-label="本页导航"></nav>'
                    '<article class="bd-article"><p>Suggest edit</p><a class="headerlink" title="链接到此标题">#</a>'
+                   '<details><summary><p class="collapsed admonition-title">显示单元格代码</p></summary></details>'
                    '</article><script>var t = "Suggest edit";</script><footer> © 版权所有 2026。 </footer>')
 
 

@@ -168,6 +168,7 @@ def translate_descriptions(page: str, catalogue: dict[str, str]) -> str:
     return _DESCRIPTIONS.sub(one, page)
 
 
+_FOLD_PROMPT = re.compile(r'(?P<open><p class="(?:collapsed|expanded) admonition-title">)(?P<t>[^<]+)(?P<close></p>)')
 _CHROME_ATTRIBUTE = re.compile(r'(?P<open>\b(?:title|aria-label|data-bs-title|placeholder|alt)=")(?P<a>[^"]*)"')
 _CHROME_TEXT = re.compile(r">(?P<pre>\s*)(?P<t>[^<>]*?[^<>\s])(?P<post>\s*)<")
 _ARTICLE = re.compile(r"<article\b.*?</article>|<script\b.*?</script>|<style\b.*?</style>", re.S)
@@ -176,8 +177,9 @@ _ARTICLE = re.compile(r"<article\b.*?</article>|<script\b.*?</script>|<style\b.*
 def translate_chrome(page: str, catalogue: dict[str, str]) -> str:
     """A rendered page whose theme words are in the edition's language (locales/<language>/theme.po):
     every title, aria-label, data-bs-title, placeholder and alt the catalogue has (the header's
-    buttons, the sidebars' names, "Link to this heading"), and outside the article, scripts and
-    styles, every text the catalogue has (a menu's items, the footer). The words come from the
+    buttons, the sidebars' names, "Link to this heading"), a folded cell's summary ("Show code cell
+    source"), and outside the article, scripts and styles, every text the catalogue has (a menu's
+    items, the footer). The words come from the
     themes' templates, some written there in English (the sidebar toggles, ``<nav aria-label="Page">``),
     some through catalogues without Chinese for them ("Launch on", "Color mode")."""
     def attribute(m: re.Match) -> str:
@@ -189,6 +191,10 @@ def translate_chrome(page: str, catalogue: dict[str, str]) -> str:
         return m.group(0) if words is None else f'>{m.group("pre")}{html.escape(words, quote=False)}{m.group("post")}<'
 
     page = _CHROME_ATTRIBUTE.sub(attribute, page)
+    # in the article, the words MyST-NB writes on a folded cell ("Show code cell source")
+    page = _FOLD_PROMPT.sub(lambda m: m.group(0) if m.group("t").strip() not in catalogue else
+                            f'{m.group("open")}{html.escape(catalogue[m.group("t").strip()], quote=False)}{m.group("close")}',
+                            page)
     parts, last = [], 0
     for kept in _ARTICLE.finditer(page):
         parts += [_CHROME_TEXT.sub(text, page[last:kept.start()]), kept.group(0)]
