@@ -150,8 +150,15 @@ def test_chapter_renders_in_browser(browser, nb, edition):
     assert len(images) >= _image_outputs(nb), f"{nb.stem}: {len(images)} figures shown, {_image_outputs(nb)} stored"
     for src in images:
         assert (HTML / edition / "chapters" / src).resolve().exists(), src
-    if _has_widgets(nb):  # the widget embedder turned the saved state into live controls
-        assert "jupyter-widgets" in dom and "widget-" in dom, f"{nb.stem}: widgets not rendered"
+    if _has_widgets(nb):  # every widget view's model is in the state the page loads when a reader
+        # comes near a widget (book/_static/widgets.js; tests/test_web.py scrolls to them and sees them drawn)
+        loader = re.search(r'<script[^>]*data-state="([^"]+)"[^>]*src="[^"]*widgets\.js', dom) or \
+            re.search(r'<script[^>]*src="[^"]*widgets\.js[^"]*"[^>]*data-state="([^"]+)"', dom)
+        assert loader, f"{nb.stem}: no widget loader"
+        state = json.loads((HTML / edition / "chapters" / unescape(loader.group(1))).read_text(encoding="utf-8"))["state"]
+        views = [json.loads(unescape(v))["model_id"] for v in
+                 re.findall(r'<script type="application/vnd.jupyter.widget-view\+json"[^>]*>(.*?)</script>', dom, flags=re.S)]
+        assert views and all(v in state for v in views), f"{nb.stem}: widget views without their state"
 
 
 @pytest.mark.browser
@@ -234,6 +241,7 @@ frame.onload = async () => {
   out.figures = Array.from(doc.querySelectorAll('figure[id]')).map(f => f.id);
   out.height = doc.documentElement.scrollHeight;
   const imgs = Array.from(doc.querySelectorAll('img')).filter(i => /_images\//.test(i.getAttribute('src') || ''));
+  imgs.forEach(img => { img.loading = 'eager'; });     // the book loads a figure when it nears the screen
   await Promise.all(imgs.map(img => img.complete ? null : new Promise(r => { img.onload = r; img.onerror = r; })));
   for (const img of imgs) {
     const rec = {src: img.getAttribute('src'), alt: img.getAttribute('alt') || '', w: img.naturalWidth,

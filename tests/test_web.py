@@ -11,16 +11,19 @@ fresh browser context (a first visit), records what the tests below assert:
   page: no critical and no serious violation, with no rule turned off;
 - no formula is a Tab stop (MathJax's `inTabOrder: false`);
 - weights, as a compressing host (GitHub Pages gzips text) would serve the files: the bytes that
-  block the first paint (the HTML, without the widgets' saved state at its end, and every
-  stylesheet and script the browser marks render-blocking) at most 500 kB on every page; a
-  chapter without widgets at most 1 MB on a first visit; no request fails (the widgets' fonts);
-  every page's figures written to `_build/web_weights.json`.
+  block the first paint (the HTML and every stylesheet and script the browser marks
+  render-blocking) at most 500 kB on every page; a chapter at most 1 MB on a first visit (the
+  widgets, their scripts and state load when the reader comes near one; figures when they come
+  near the screen); no request fails; every page's figures written to `_build/web_weights.json`.
 
 Then: the sidebars open below 992 px (pydata-sphinx-theme #2451, book/_static/web.js) and lead
 to another chapter; the "Running this chapter" note is one closed line that shows the run's time
-and machine; every control shows its focus; figures and diagrams have alt text in the page's
-language; the translator (chapter 12b) passes axe before and after a translation, in both
-editions, and its model is one copy that both editions load.
+and machine; every control shows its focus; every figure, a plot or a widget's picture, is named
+by the description its cell gives, in the page's language, and diagrams have alt text in it; the
+Chinese edition's buttons, menus, landmarks and footer are named in Chinese; widgets load when
+scrolled to, and are drawn; the translator (chapter 12b) passes axe before and after a
+translation, in both editions; its model, MathJax and the widget scripts are one copy that both
+editions load.
 
 `make test` makes that pass over a sample of pages in both editions (the intro, the bibliography,
 chapters 3, 6 and 10: widgets, the widest code, the most formulas); `make test-slow` (and CI) over
@@ -51,8 +54,9 @@ EDITIONS = {"en": "", "zh_CN": "zh/"}
 WIDTHS = (320, 390, 768, 1280)
 SOURCES = [ROOT / "_config.yml", ROOT / "book" / "booktools" / "build.py",
            *sorted((ROOT / "book" / "booktools" / "ext").rglob("*.*")),
-           ROOT / "book" / "_static" / "web.css", ROOT / "book" / "_static" / "web.js",
-           ROOT / "locales" / "zh_CN" / "alt_text.po"]
+           *(ROOT / "book" / "_static" / name for name in ("web.css", "web.js", "widgets.js", "widget-paths.js")),
+           ROOT / "locales" / "zh_CN" / "alt_text.po", ROOT / "locales" / "zh_CN" / "theme.po",
+           *sorted((ROOT / "chapters").glob("*.ipynb"))]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # What a compressing host gzips (GitHub Pages: text types); images, fonts, WebAssembly and the
 # model's weights travel as they are.
@@ -66,6 +70,7 @@ CHAPTER_LIMIT = 1_000_000
 # Rules of axe-core this book cannot satisfy and leaves out, with why and how many nodes: none.
 AXE_EXCLUDED: dict[str, tuple[str, int]] = {}
 WIDGET_STATE = '<script type="application/vnd.jupyter.widget-state+json">'
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
 
 
 # ---- the site, its server and the browser ------------------------------------------------------
@@ -206,7 +211,7 @@ def audit(site, server, browser) -> dict[str, dict]:
         record["blocking_bytes"] = served_bytes(site, f"{server}/{page}", server, head_only=True) + sum(
             served_bytes(site, u, server) for u in blocking if u.startswith(server))
         record["first_visit_bytes"] = sum(served_bytes(site, u, server) for u in set(responses))
-        record["widgets"] = WIDGET_STATE in (site / page).read_text(encoding="utf-8")
+        record["widgets"] = pg.locator(WIDGET_VIEW).count() > 0
         record["failed"] = bad + failed
         record["axe"] = axe_violations(pg)
         records[page] = record
@@ -260,20 +265,15 @@ def test_render_blocking_bytes_at_most_500_kb(audit):
     assert not heavy, f"render-blocking bytes over {BLOCKING_LIMIT}: {heavy}"
 
 
-def test_a_typical_chapter_is_at_most_1_mb_on_a_first_visit(audit):
-    """The median chapter of each edition; chapter 12b is left out (its translator's model, 26 MB,
-    is the page's point; the test below: downloaded once for both editions)."""
-    if not ALL_PAGES:   # the sample: its chapter without widgets
-        heavy = {p: r["first_visit_bytes"] for p, r in audit.items()
-                 if "/chapters/" in f"/{p}" and not r["widgets"] and r["first_visit_bytes"] > CHAPTER_LIMIT}
-        assert not heavy, f"chapters without widgets over {CHAPTER_LIMIT} bytes on a first visit: {heavy}"
-        return
-    for edition in EDITIONS.values():
-        sizes = sorted(r["first_visit_bytes"] for p, r in audit.items()
-                       if p.startswith(f"{edition}chapters/") and TRANSLATOR not in p)
-        assert len(sizes) >= 15, sizes
-        median = sizes[len(sizes) // 2]
-        assert median <= CHAPTER_LIMIT, f"{edition or 'en/'}: the median chapter's first visit is {median} bytes: {sizes}"
+def test_every_chapter_is_at_most_1_mb_on_a_first_visit(audit):
+    """Every chapter, with widgets or without (they load when the reader comes near one), at most
+    1 MB on a first visit: what the issue asks of a typical chapter, held by each. Chapter 12b is left
+    out (its translator's model, 26 MB, is the page's point; the test below: downloaded once for
+    both editions)."""
+    chapters = {p: r["first_visit_bytes"] for p, r in audit.items() if "/chapters/" in f"/{p}" and TRANSLATOR not in p}
+    assert len(chapters) >= (32 if ALL_PAGES else 6), sorted(chapters)
+    heavy = {p: n for p, n in chapters.items() if n > CHAPTER_LIMIT}
+    assert not heavy, f"chapters over {CHAPTER_LIMIT} bytes on a first visit: {heavy}"
 
 
 # ---- navigation on phones and tablets ----------------------------------------------------------
@@ -362,13 +362,118 @@ def test_figures_are_described_in_the_page_language(site):
     for edition, folder in EDITIONS.items():
         for page in sorted((site / folder / "chapters").glob("*.html")) + [site / folder / "book" / "intro.html"]:
             text = page.read_text(encoding="utf-8")
-            for alt in re.findall(r'<img alt="([^"]*)"', text):
+            images = re.findall(r"<img\b[^>]*>", text.split("<body", 1)[-1])
+            assert images or "intro" in page.name, page
+            for tag in images:
+                found = re.search(r'\balt="([^"]*)"', tag)
+                assert found, (page, tag[:120])
+                alt = found.group(1)
                 assert alt.strip() and "_images/" not in alt and not alt.endswith((".png", ".svg")), (page, alt)
                 if edition == "zh_CN" and "logo" not in alt:
                     assert CJK.search(alt), f"{page.relative_to(site)}: alt text in English: {alt[:80]}"
             if edition == "zh_CN":
                 for tag, words in re.findall(r"<(title|desc)\b[^>]*>([^<]+)</\1>", text.split("<body", 1)[-1]):
                     assert CJK.search(words), f"{page.relative_to(site)}: <{tag}> in English: {words[:80]}"
+
+
+def _show_every_widget(pg) -> int:
+    """Scroll to each widget of the page and wait until it is drawn; how many there are."""
+    count = pg.locator(WIDGET_VIEW).count()
+    for i in range(count):
+        pg.evaluate(f"""i => document.querySelectorAll('{WIDGET_VIEW}')[i].parentElement
+                              .scrollIntoView({{block: 'center'}})""", i)
+        pg.wait_for_function(f"""i => {{ const area = document.querySelectorAll('{WIDGET_VIEW}')[i].previousElementSibling;
+                                  return area && area.classList.contains('widget-subarea') && area.childElementCount > 0; }}""",
+                             arg=i, timeout=60_000)
+    pg.wait_for_function("() => Array.from(document.querySelectorAll('.widget-subarea img')).every(i => i.complete)",
+                         timeout=30_000)
+    pg.evaluate(SETTLE)
+    return count
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_a_figure_is_named_by_its_description_in_the_browser(browser, server, edition):
+    """What a screen reader reads for each picture in a chapter's outputs (plots and the pictures
+    its widgets draw): the description its cell gives, in the page's language."""
+    from booktools.ext.web import alt_catalogue
+    catalogue = alt_catalogue(str(ROOT), "zh_CN") if edition else {}
+    for chapter in ("02_scaling",):     # plots, an explorer's picture and a dropdown's stack of pictures
+        described = {_description(cell) for _, cell in _shown_figure_cells(ROOT / "chapters" / f"{chapter}.ipynb")}
+        expected = {catalogue.get(d, d) for d in described if d}
+        ctx = browser.new_context()
+        pg = open_page(ctx, f"{server}/{edition}chapters/{chapter}.html")
+        assert _show_every_widget(pg) >= 1
+        outputs = pg.locator(".bd-article .cell_output")
+        shown = outputs.get_by_role("img").and_(pg.locator("img")).count()    # not the copy buttons' icons
+        named = {d: outputs.get_by_role("img", name=d, exact=True).count() for d in expected}
+        ctx.close()
+        assert not [d for d, n in named.items() if not n], \
+            f"{edition}{chapter}: descriptions no picture is named by: {[d[:60] for d, n in named.items() if not n]}"
+        assert sum(named.values()) == shown, f"{edition}{chapter}: {shown - sum(named.values())} pictures named otherwise"
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_widgets_load_when_the_reader_comes_near_one(browser, server, edition):
+    """The widget scripts (0.9 MB compressed) and the widgets' state are not part of a first visit to
+    the top of a chapter; scrolled to, every widget is drawn, and nothing it asks for fails (fonts)."""
+    ctx = browser.new_context()
+    asked, failed = [], []
+    ctx.on("request", lambda r: asked.append(r.url))
+    ctx.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    ctx.on("requestfailed", lambda r: failed.append(r.url))
+    pg = open_page(ctx, f"{server}/{edition}chapters/03_multi_head.html", 390)
+    try:
+        pg.wait_for_load_state("networkidle", timeout=15_000)
+    except Exception:
+        pass
+    early = [u for u in asked if u.split("?")[0].endswith(("embed-amd.js", "require.js", ".widget-state.json"))]
+    assert not early, f"loaded before the reader comes near a widget: {early}"
+    assert _show_every_widget(pg) >= 1
+    assert pg.locator(".bd-article .widget-subarea select").count() >= 1, "the head selector's dropdown"
+    assert not failed, failed
+    ctx.close()
+
+
+_ENGLISH_CHROME = """() => {
+  const cjk = /[\u4e00-\u9fff]/, bad = [];
+  const inArticle = (e) => e.closest('.bd-article') && !e.matches('a.headerlink');
+  document.querySelectorAll('.bd-article details > summary').forEach((s) => {
+    const t = s.innerText.trim();
+    if (t && !cjk.test(t)) bad.push(`SUMMARY "${t}"`);
+  });
+  document.querySelectorAll('[title], [aria-label], [data-bs-title], [placeholder], img[alt]').forEach((e) => {
+    if (inArticle(e) || e.closest('[lang]:not(html)')) return;
+    for (const a of ['title', 'aria-label', 'data-bs-title', 'placeholder', 'alt']) {
+      const v = e.getAttribute(a);
+      if (v && /[A-Za-z]{3}/.test(v) && !cjk.test(v)) bad.push(`${e.tagName} ${a}="${v}"`);
+    }
+  });
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const e = n.parentElement, t = n.textContent.trim();
+    if (!t || cjk.test(t) || e.closest('.bd-article, script, style, kbd, code, mjx-container, [lang]:not(html)')) continue;
+    const words = t.match(/[A-Za-z]{4,}/g) || [];
+    if (words.some((w) => !['Binder', 'Colab', 'ipynb'].includes(w))) bad.push(`${e.tagName} "${t}"`);
+  }
+  return bad;
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_chinese_edition_names_its_controls_in_chinese(browser, server, width):
+    """Every name, tooltip and word of the page around a Chinese chapter (header buttons and their
+    menus, sidebars, search, footer, a heading's link, a folded cell's summary) is Chinese; the language switch says
+    "English" in English, marked lang="en"."""
+    ctx = browser.new_context()
+    pg = open_page(ctx, f"{server}/zh/chapters/03_multi_head.html", width)
+    english = pg.evaluate(_ENGLISH_CHROME)
+    names = re.findall(r'- (?:button|link|navigation|searchbox|menuitem) "([^"]+)"',
+                       pg.locator(".bd-header-article").aria_snapshot())
+    switch = pg.locator(".bd-header-article .btn-language-switch").first.inner_html()
+    ctx.close()
+    assert not english, f"English in the Chinese edition's chrome at {width} px: {english[:12]}"
+    assert names and not [n for n in names if not CJK.search(n) and n != "English"], names
+    assert '<span lang="en">English</span>' in switch, switch
 
 
 # ---- the translator ------------------------------------------------------------------------------
@@ -413,29 +518,104 @@ def test_the_translator_is_downloaded_once_for_both_editions(site, browser, serv
     ctx.close()
 
 
+def test_mathjax_and_the_widgets_are_downloaded_once_for_both_editions(site, browser, server):
+    """The Chinese edition's pages ask for MathJax, require.js and the widget embedder at the same
+    addresses as the English edition's (the root's vendor/, no per-edition checksum): a reader who
+    switches language finds them in the cache."""
+    assert not (site / "zh" / "vendor").exists(), "a second copy of MathJax and the widget scripts"
+    asked: dict[str, set] = {"": set(), "zh/": set()}
+    for edition in asked:
+        ctx = browser.new_context()
+        ctx.on("request", lambda r, e=edition: asked[e].add(r.url)
+               if "/vendor/" in r.url and "/_static/vendor/" not in r.url else None)
+        pg = open_page(ctx, f"{server}/{edition}chapters/03_multi_head.html")
+        _show_every_widget(pg)
+        ctx.close()
+    assert any(u.endswith("embed-amd.js") for u in asked[""]) and any("tex-chtml.js" in u for u in asked[""]), asked[""]
+    assert asked["zh/"] == asked[""], f"only the Chinese page's: {sorted(asked['zh/'] - asked[''])[:4]}"
+
+
 # ---- the build's pieces, without a browser ---------------------------------------------------------
-def test_every_figure_title_has_its_chinese_alt_text():
-    """Each title a chapter gives a figure (the figure's alt text) is in locales/zh_CN/alt_text.po."""
-    from booktools.ext.web import alt_catalogue, titles_in
+def _shown_figure_cells(nb: Path) -> list[tuple[int, dict]]:
+    """(index, cell) of each code cell whose output the page shows a picture of: an image, or a
+    widget that draws images (an ipywidgets Image in the state its view displays)."""
+    notebook = json.loads(nb.read_text(encoding="utf-8"))
+    state = notebook["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+
+    def draws_images(model_id: str, seen: set) -> bool:
+        if model_id in seen or model_id not in state:
+            return False
+        seen.add(model_id)
+        model = state[model_id]
+        return model.get("model_name") == "ImageModel" or any(
+            draws_images(ref, seen) for ref in re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(model.get("state", {}))))
+
+    found = []
+    for i, cell in enumerate(notebook["cells"]):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] != "code" or {"remove-cell", "remove-output"} & set(tags):
+            continue
+        outputs = [o.get("data", {}) for o in cell.get("outputs", [])]
+        views = [d["application/vnd.jupyter.widget-view+json"]["model_id"] for d in outputs
+                 if "application/vnd.jupyter.widget-view+json" in d]
+        if any("image/png" in d for d in outputs) or any(draws_images(v, set()) for v in views):
+            found.append((i, cell))
+    return found
+
+
+def _description(cell: dict) -> str:
+    return str(cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")).strip()
+
+
+def test_every_figure_is_described_by_its_cell_in_both_languages():
+    """Each figure a page shows, a plot or a widget's pictures, is described in the metadata of the
+    cell that draws it ("mystnb": {"image": {"alt": ...}}: what it shows, a sentence, not its title),
+    and locales/zh_CN/alt_text.po has the description in Chinese."""
+    from booktools.ext.web import alt_catalogue
     catalogue = alt_catalogue(str(ROOT), "zh_CN")
-    missing = []
+    undescribed, untranslated, count = [], [], 0
     for nb in sorted((ROOT / "chapters").glob("*.ipynb")):
-        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-                missing += [(nb.stem, t) for t in titles_in("".join(cell["source"])) if t not in catalogue]
-    assert not missing, f"figure titles without a Chinese alt text in locales/zh_CN/alt_text.po: {missing[:10]}"
-    assert all(CJK.search(v) for v in catalogue.values())
+        for i, cell in _shown_figure_cells(nb):
+            count += 1
+            alt = _description(cell)
+            titles = re.findall(r"(?:set_title|suptitle|title=)\(?\s*f?[\"']([^\"']+)", "".join(cell["source"]))
+            if len(alt) < 60 or alt in titles:
+                undescribed.append((nb.stem, i, alt or "".join(cell["source"])[:60]))
+            elif not CJK.search(catalogue.get(alt, "")):
+                untranslated.append((nb.stem, i, alt[:60]))
+    assert count >= 40, count
+    assert not undescribed, f"figures without a description in their cell's metadata: {undescribed[:8]}"
+    assert not untranslated, f"descriptions without Chinese in locales/zh_CN/alt_text.po: {untranslated[:8]}"
 
 
-def test_figure_titles_are_read_from_the_code():
-    from booktools.ext.web import figure_alt, titles_in
-    code = ('fig, axes = plt.subplots(1, 2)\n%matplotlib inline\naxes[0].set_title(f"head {h}")\n'
-            'axes[1].set(xlabel="x", title="Does $\\\\sqrt{d_k}$ help?\\n" "Yes")\nfig.suptitle("The whole")\n')
-    assert titles_in(code) == ["The whole", "Does √d_k help? Yes"]
-    assert titles_in('ax.set_title(f"T = {T}")') == ["T = …"]
-    assert titles_in("print(1)") == [] and titles_in("def broken(:") == []
-    assert figure_alt(["A", "B"], "en", {}) == "Figure: A / B"
-    assert figure_alt(["A"], "zh_CN", {"A": "甲"}) == "图：甲"
+def test_a_cell_describes_its_images_and_its_widgets_pictures():
+    from docutils import nodes
+    from booktools.ext.web import describe_outputs
+    view = '<script type="application/vnd.jupyter.widget-view+json">{"model_id": "m"}</script>'
+    doc = nodes.document(None, None)
+    figure = nodes.container("", nodes.image(uri="a.png", alt="A plot of x"), classes=["cell"],
+                             cell_metadata={"mystnb": {"image": {"alt": "A plot of x"}}})
+    widget = nodes.container("", nodes.raw("", view, format="html"), classes=["cell"],
+                             cell_metadata={"mystnb": {"image": {"alt": "Bars & more"}}})
+    bare = nodes.container("", nodes.image(uri="b.png"), classes=["cell"], cell_metadata={})
+    doc += [figure, widget, bare]
+    assert describe_outputs(doc, {"A plot of x": "x 的图"}) == 2
+    assert [i.get("alt") for i in doc.findall(nodes.image)] == ["x 的图", None]
+    assert 'data-alt="Bars &amp; more">{"model_id"' in next(iter(widget.findall(nodes.raw))).astext()
+
+
+def test_the_theme_words_are_translated_outside_the_article():
+    from booktools.ext.web import translate_chrome
+    page = ('<button title="Suggest edit"><span>Suggest edit</span></button><nav aria-label="Page"></nav>'
+            '<article class="bd-article"><p>Suggest edit</p><a class="headerlink" title="Link to this heading">#</a>'
+            '<details><summary><p class="collapsed admonition-title">Show code cell source</p></summary></details>'
+            '</article><script>var t = "Suggest edit";</script><footer> © Copyright 2026. </footer>')
+    out = translate_chrome(page, {"Suggest edit": "提出修改建议", "Page": "本页导航", "Link to this heading": "链接到此标题",
+                                  "© Copyright 2026.": "© 版权所有 2026。", "Show code cell source": "显示单元格代码"})
+    assert out == ('<button title="提出修改建议"><span>提出修改建议</span></button><nav aria-label="本页导航"></nav>'
+                   '<article class="bd-article"><p>Suggest edit</p><a class="headerlink" title="链接到此标题">#</a>'
+                   '<details><summary><p class="collapsed admonition-title">显示单元格代码</p></summary></details>'
+                   '</article><script>var t = "Suggest edit";</script><footer> © 版权所有 2026。 </footer>')
 
 
 def test_descriptions_are_translated_where_the_catalogue_has_them():

@@ -8,8 +8,10 @@
 //    the first, where the theme's handler opens the dialog, while that sidebar is not on screen.
 // 2. Accessible names that match what is shown: a button whose visible words are its name loses the
 //    aria-label that said something else ("Search" on "Search Ctrl+K").
-// 3. Widgets drawn in the page (ipywidgets, after load): an image gets the alt text of the figure it
-//    shows, a slider's handle and a dropdown get the widget's own description as their name.
+// 3. Widgets drawn in the page (ipywidgets, when book/_static/widgets.js has loaded them): an image
+//    gets the description of the figure its cell draws (the widget view's data-alt, which
+//    booktools.ext.web writes from the cell's metadata, in the page's language), a slider's handle
+//    and a dropdown get the widget's own description as their name.
 (function () {
   "use strict";
   const zh = (document.documentElement.lang || "").toLowerCase().startsWith("zh");
@@ -71,6 +73,10 @@
 
   function nameWidgets(root) {
     root.querySelectorAll("img.widget-image:not([alt])").forEach((img) => {
+      const area = img.closest(".widget-subarea");
+      const view = area && area.nextElementSibling;
+      const described = view && view.dataset ? view.dataset.alt : "";
+      if (described) { img.alt = described; return; }
       const box = img.closest(".widget-vbox, .widget-box, .jupyter-widgets-output-area, .cell_output") || document;
       const choice = box.querySelector("select option:checked, .widget-readout");
       const what = choice ? visibleText(choice) || choice.textContent.trim() : "";

@@ -80,9 +80,10 @@ def build(language: str, rebuild_all: bool) -> tuple[int, str]:
 
 
 # What every edition's build writes but only the site's root keeps: chapter 12b's translator (its
-# model and onnxruntime-web, 26 MB), which the other editions' pages load from the root's folders
-# (booktools.ext.web), so a reader who switches language downloads it once.
-SHARED = ("_static/translator", "translator-vendor")
+# model and onnxruntime-web, 26 MB), MathJax and the widget scripts (vendor/), which the other
+# editions' pages load from the root's folders (booktools.ext.web), so a reader who switches
+# language downloads them once.
+SHARED = ("_static/translator", "translator-vendor", "vendor")
 
 
 def shared_with_root(target: Path):

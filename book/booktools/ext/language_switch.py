@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-# The button's text is the other edition's language, written in that language.
-NAMES = {"en": ("English", "Read this page in English"), "zh_CN": ("中文", "阅读本页的中文版")}
+# The button's text is the other edition's language, written in that language (and marked so, for a
+# screen reader); its tooltip is in the other language too (the Chinese edition's words for the
+# English button come from locales/zh_CN/theme.po, as the theme's do: booktools.ext.web).
+NAMES = {"en": ('<span lang="en">English</span>', "Read this page in English"),
+         "zh_CN": ('<span lang="zh-CN">中文</span>', "阅读本页的中文版")}
 HREFLANG = {"en": "en", "zh_CN": "zh-CN"}
 
 
