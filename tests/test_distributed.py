@@ -363,18 +363,18 @@ def _real_tokens(batch) -> int:
 
 def _overflow_worker(rank: int, world: int, port: int, out: str) -> None:
     from datetime import timedelta
-    from transformer_lib.training import loop
+    from transformer_lib.training import step
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=3600))
     if rank == 1:                                  # rank 1's loss overflows at its third step, alone
-        calls, loss_of = [0], loop.teacher_forced_loss
+        calls, loss_of = [0], step.teacher_forced_loss
 
         def overflowing(*args, **kwargs):
             calls[0] += 1
             loss = loss_of(*args, **kwargs)
             return loss + float("inf") if calls[0] == 3 else loss    # the value inf, the gradients finite
-        loop.teacher_forced_loss = overflowing
+        step.teacher_forced_loss = overflowing       # where the step looks it up
     try:
         run_training(_cfg(steps=8, log_every=2, dist_timeout_s=3600.0), dataclasses.replace(TOY, test_pairs=()),
                      None, progress=False, final_eval=())

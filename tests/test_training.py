@@ -298,6 +298,17 @@ def test_time_budget_stops_cleanly(tmp_path):
     assert "greedy" in summary["bleu"]
 
 
+def test_the_training_package_is_in_rooms_of_one_job():
+    """loop.py holds the run only (at most 400 lines); batch shaping, the epoch, the step, what is
+    decided between steps, model selection and starting a run each have their module; no module
+    of the package is over 600 lines (issue 52)."""
+    package = ROOT / "transformer_lib" / "training"
+    lines = {p.stem: len(p.read_text(encoding="utf-8").splitlines()) for p in package.glob("*.py")}
+    assert {"batches", "epoch", "step", "window", "selection", "start", "state", "loop"} <= set(lines), sorted(lines)
+    assert lines["loop"] <= 400, lines
+    assert max(lines.values()) <= 600, lines
+
+
 # ----- DistributedDataParallel on gloo, two processes --------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:
