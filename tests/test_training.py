@@ -198,10 +198,11 @@ def test_selection_averaging_and_model_file(tmp_path):
 
 
 def test_max_epochs_stops(tmp_path):
-    data = toy_translation_data(n_train=600)                 # 19 batches an epoch
+    data = toy_translation_data(n_train=200)                 # 7 batches an epoch
+    assert len(data.train_batches(0)) == 7
     cfg = TrainConfig.from_preset("tiny", steps=10**6, max_epochs=2, log_every=5, average_last=1)
     _, summary = run_training(cfg, data, None, progress=False, final_eval=())
-    assert summary["stopped_by"] == "epochs" and summary["steps"] == 2 * 19 and summary["epochs"] == 2.0
+    assert summary["stopped_by"] == "epochs" and summary["steps"] == 2 * 7 and summary["epochs"] == 2.0
 
 
 def test_pad_to_multiple_keeps_the_loss(tmp_path):
