@@ -27,6 +27,6 @@ from .selection import *     # validation, model selection, the test set
 from .start import *         # a run started, fresh or resumed
 from .loop import *          # TrainingRun and run_training
 
-__all__ = [name for module in (objective, config, datasets, evaluation, hardware, plan, checkpoints, state, batches,
-                               epoch, step, window, selection, start, loop)
+__all__ = [name for module in (objective, config, datasets, evaluation, hardware, plan, checkpoints, state,
+                               batches, epoch, step, window, selection, start, loop)
            for name in module.__all__]

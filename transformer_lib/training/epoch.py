@@ -11,7 +11,6 @@ from typing import Sequence
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import Tensor
 
 from .._checks import check_id_range, check_token_ids
@@ -41,7 +40,7 @@ def _check_batch(src: Tensor, tgt: Tensor, vocab_size: int, max_len: int) -> Non
         check_id_range(name, check_token_ids(name, t, max_len + (name == "tgt")), vocab_size)
 
 
-def _shard(data: TrainingData, epoch: int, run: RunState, pad_to: int) -> list[_Pair]:
+def _shard(data: TrainingData, epoch: int, run: RunState) -> list[_Pair]:
     """This process's batches of `epoch`, checked; with bounded shapes, the whole epoch bucketed
     alike on every process (`bucket_rows(..., world=...)`) and this process's share."""
     plan, cfg = run.plan, run.cfg
@@ -51,8 +50,9 @@ def _shard(data: TrainingData, epoch: int, run: RunState, pad_to: int) -> list[_
         else:
             (src, tgt), order = _all_rows(data.train_batches(epoch, 0, 1), data.pad_id), None
         _check_batch(src, tgt, data.vocab_size, run.mcfg.max_len)   # on the CPU: no device sync later
-        return bucket_rows(src, tgt, cfg.max_tokens, data.pad_id, pad_to, max_len=run.mcfg.max_len,
-                           seed=cfg.seed, epoch=epoch, world=run.world, order=order)[run.rank::run.world]
+        return bucket_rows(src, tgt, cfg.max_tokens, data.pad_id, cfg.pad_to_multiple,
+                           max_len=run.mcfg.max_len, seed=cfg.seed, epoch=epoch, world=run.world,
+                           order=order)[run.rank::run.world]
     raw = data.train_batches(epoch, run.rank, run.world)
     for src, tgt in raw:
         _check_batch(src, tgt, data.vocab_size, run.mcfg.max_len)
@@ -88,11 +88,12 @@ def _summed_over_processes(local: Tensor, plan: StepPlan) -> Tensor:
     return total.cpu()
 
 
-def _prepare_epoch(data: TrainingData, epoch: int, run: RunState, pad_to: int) -> _Epoch:
+def _prepare_epoch(data: TrainingData, epoch: int, run: RunState) -> _Epoch:
     """This process's batches of `epoch`, checked, counted, padded and moved to the run's device;
     with bounded shapes, re-batched into them first (`bucket_batches`)."""
     batches, tokens, targets, flops = [], [], [], []
-    for src, tgt in _shard(data, epoch, run, pad_to):
+    pad_to = run.cfg.pad_to_multiple
+    for src, tgt in _shard(data, epoch, run):
         src_lens = (src != data.pad_id).sum(1)                   # (B,)
         tgt_lens = (tgt[:, 1:] != data.pad_id).sum(1)            # (B,)  the predicted tokens
         targets.append(int(tgt_lens.sum()))

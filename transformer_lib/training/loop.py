@@ -53,7 +53,7 @@ class TrainingRun:
         self.ckpt_path = out / "checkpoint.pt" if out is not None else None
         self.state, self.resumed = _start(cfg, data, out, resume)
         t0 = time.perf_counter()
-        self.epoch = _prepare_epoch(data, self.st["epoch"], self.state, cfg.pad_to_multiple)
+        self.epoch = self.prepare_epoch(self.st["epoch"])
         self.st["batch_time_s"] = self.st.get("batch_time_s", 0.0) + time.perf_counter() - t0
         self.step_model = _step_model(self.state, self.epoch)
         self.window = _Window(self.plan)
@@ -86,7 +86,7 @@ class TrainingRun:
     def prepare_epoch(self, epoch: int) -> _Epoch:
         """This process's batches of `epoch`: checked, counted, padded, on the device (bounded
         shapes first where the plan has them); the host's work between two epochs."""
-        return _prepare_epoch(self.data, epoch, self.state, self.cfg.pad_to_multiple)
+        return _prepare_epoch(self.data, epoch, self.state)
 
     def step(self) -> None:
         """One optimiser step on the epoch's next micro-batches (`cfg.accumulate` of them)."""
