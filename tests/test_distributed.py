@@ -9,6 +9,7 @@ processes on this CPU; none runs NCCL across GPUs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import socket
@@ -69,6 +70,13 @@ def _after_one_step(data, **changes) -> tuple[torch.Tensor, torch.Tensor]:
     return grads, torch.cat([p.detach().flatten() for p in params])
 
 
+@functools.lru_cache(maxsize=None)
+def _step_on_the_union(pieces: tuple[int, ...], **changes) -> tuple[torch.Tensor, torch.Tensor]:
+    """`_after_one_step` of one process on the union of `PIECES[i]` for i in `pieces`: the reference
+    several tests compare with, computed once for each setting."""
+    return _after_one_step(_data([_union([PIECES[i] for i in pieces])]), **changes)
+
+
 def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     """The largest difference, relative to the largest value of `b`."""
     return float((a - b).abs().max() / b.abs().max())
@@ -102,41 +110,53 @@ class _CountingDDP(nn.parallel.DistributedDataParallel):
         self.register_comm_hook(None, hook)
 
 
-def _worker(rank: int, world: int, port: int, out: str, per_rank, changes: dict) -> None:
+# every two-process case of the tests below: name -> (each process's batches, the settings). One pair
+# of processes runs them all, each a fresh run (starting two processes costs seconds; a case, less)
+UNEQUAL = [PIECES[:1], PIECES[2:3]]                               # 8 rows and 3: unequal counts
+STEP_PATHS = {"cpu-step": dict(step_path="cpu"), "gpu-step": dict(step_path="gpu", bucket_shapes=False),
+              "gpu-step-compiled": dict(step_path="gpu", bucket_shapes=False, compile="aot_eager")}
+TWO_PROCESS_CASES = {**{name: (UNEQUAL, changes) for name, changes in STEP_PATHS.items()},
+                     "accumulate": ([PIECES[:2], PIECES[2:]], dict(accumulate=2)),
+                     "accumulate-4-steps": ([PIECES * 2, PIECES[::-1] * 2], dict(accumulate=2, steps=4))}
+
+
+def _worker(rank: int, world: int, port: int, out: str, cases: dict) -> None:
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     nn.parallel.DistributedDataParallel = _CountingDDP            # what the loop wraps the model in
     try:
-        run = TrainingRun(_cfg(**changes), _data(per_rank))
-        steps = changes.get("steps", 1)
-        for _ in range(steps):
-            run.step()
-        grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
-                           for p in run.model.parameters()])
-        params = torch.cat([p.detach().flatten() for p in run.model.parameters()])
+        results = {}
+        for name, (per_rank, changes) in cases.items():
+            _CountingDDP.allreduces = 0
+            run = TrainingRun(_cfg(**changes), _data(per_rank))
+            for _ in range(changes.get("steps", 1)):
+                run.step()
+            grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
+                               for p in run.model.parameters()])
+            params = torch.cat([p.detach().flatten() for p in run.model.parameters()])
+            results[name] = {"grads": grads, "params": params, "allreduces": _CountingDDP.allreduces,
+                             "steps": run.st["step"]}
         if rank == 0:
-            torch.save({"grads": grads, "params": params, "allreduces": _CountingDDP.allreduces,
-                        "steps": run.st["step"]}, out)
+            torch.save(results, out)
     finally:
         dist.destroy_process_group()
 
 
-def _two_processes(tmp_path: Path, per_rank, **changes) -> dict:
-    out = str(tmp_path / "rank0.pt")
-    mp.spawn(_worker, args=(2, _free_port(), out, per_rank, changes), nprocs=2, join=True)
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory) -> dict:
+    """Rank 0's gradients, parameters, gradient all-reduces and steps, for each of TWO_PROCESS_CASES."""
+    out = str(tmp_path_factory.mktemp("two_processes") / "rank0.pt")
+    mp.spawn(_worker, args=(2, _free_port(), out, TWO_PROCESS_CASES), nprocs=2, join=True)
     return torch.load(out, weights_only=False)
 
 
 # (one process would re-batch the union into bounded shapes: the GPU's step here keeps the batches)
-@pytest.mark.parametrize("changes", [dict(step_path="cpu"), dict(step_path="gpu", bucket_shapes=False),
-                                     dict(step_path="gpu", bucket_shapes=False, compile="aot_eager")],
-                         ids=["cpu-step", "gpu-step", "gpu-step-compiled"])
-def test_two_processes_take_the_step_of_one_on_the_union(tmp_path, changes):
-    per_rank = [PIECES[:1], PIECES[2:3]]                          # 8 rows and 3: unequal counts
+@pytest.mark.parametrize("path", list(STEP_PATHS))
+def test_two_processes_take_the_step_of_one_on_the_union(two_processes, path):
     assert _counted(PIECES[0]) > 1.5 * _counted(PIECES[2])
-    two = _two_processes(tmp_path, per_rank, **changes)
-    grads, params = _after_one_step(_data([_union(PIECES[:1] + PIECES[2:3])]), **changes)
+    two = two_processes[path]
+    grads, params = _step_on_the_union((0, 2), **STEP_PATHS[path])
     assert _relative(two["grads"], grads) < 1e-5
     assert _same_update(two["params"], params, grads)
     assert two["allreduces"] == 1                                 # the tiny model's gradients: one bucket
@@ -144,26 +164,24 @@ def test_two_processes_take_the_step_of_one_on_the_union(tmp_path, changes):
 
 def test_each_process_dividing_by_its_own_count_fails_that_test():
     """The normalisation before this one: each process's mean, then DDP's average of the two."""
-    union, _ = _after_one_step(_data([_union(PIECES[:1] + PIECES[2:3])]))
+    union, _ = _step_on_the_union((0, 2))
     own = (_after_one_step(_data([PIECES[:1]]))[0] + _after_one_step(_data([PIECES[2:3]]))[0]) / 2
     assert _relative(own, union) > 0.05                           # 37 % was measured on Multi30k-like batches
 
 
 def test_accumulation_in_one_process_is_the_step_on_the_union():
     grads, params = _after_one_step(_data([PIECES]), accumulate=4)
-    want_grads, want_params = _after_one_step(_data([_union(PIECES)]))
+    want_grads, want_params = _step_on_the_union((0, 1, 2, 3))
     assert _relative(grads, want_grads) < 1e-5 and _same_update(params, want_params, want_grads)
 
 
-def test_accumulation_on_two_processes_syncs_once_per_step(tmp_path):
-    per_rank = [PIECES[:2], PIECES[2:]]
-    two = _two_processes(tmp_path, per_rank, accumulate=2)
-    grads, params = _after_one_step(_data([_union(PIECES)]))
+def test_accumulation_on_two_processes_syncs_once_per_step(two_processes):
+    two = two_processes["accumulate"]                             # PIECES[:2] on process 0, PIECES[2:] on 1
+    grads, params = _step_on_the_union((0, 1, 2, 3))
     assert _relative(two["grads"], grads) < 1e-5 and _same_update(two["params"], params, grads)
     assert two["allreduces"] == two["steps"] == 1                 # not one per micro-batch
     # and over several steps: 8 micro-batches on each process, 4 steps of 2, 4 all-reduces
-    per_rank = [PIECES * 2, PIECES[::-1] * 2]
-    again = _two_processes(tmp_path, per_rank, accumulate=2, steps=4)
+    again = two_processes["accumulate-4-steps"]
     assert again["allreduces"] == again["steps"] == 4
 
 
@@ -363,18 +381,18 @@ def _real_tokens(batch) -> int:
 
 def _overflow_worker(rank: int, world: int, port: int, out: str) -> None:
     from datetime import timedelta
-    from transformer_lib.training import loop
+    from transformer_lib.training import step
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=3600))
     if rank == 1:                                  # rank 1's loss overflows at its third step, alone
-        calls, loss_of = [0], loop.teacher_forced_loss
+        calls, loss_of = [0], step.teacher_forced_loss
 
         def overflowing(*args, **kwargs):
             calls[0] += 1
             loss = loss_of(*args, **kwargs)
             return loss + float("inf") if calls[0] == 3 else loss    # the value inf, the gradients finite
-        loop.teacher_forced_loss = overflowing
+        step.teacher_forced_loss = overflowing       # where the step looks it up
     try:
         run_training(_cfg(steps=8, log_every=2, dist_timeout_s=3600.0), dataclasses.replace(TOY, test_pairs=()),
                      None, progress=False, final_eval=())

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from booktools.opcount import OpCounter
 import transformer_lib.training.hardware as hardware
-import transformer_lib.training.loop as loop
+import transformer_lib.training.step as step
 from transformer_lib.training import (TrainConfig, TrainingRun, bucket_batches, bucket_widths,
                                       chunked_cross_entropy, native_bf16, plan_step, resolve_precision,
                                       resolve_step_path, toy_translation_data)
@@ -53,8 +53,8 @@ def test_teacher_forced_loss_in_one_piece_equals_the_chunked_loss():
     src = torch.randint(3, 40, (4, 7))
     tgt = torch.randint(3, 40, (4, 6))
     tgt[1, 4:] = 0
-    one = loop.teacher_forced_loss(model, src, tgt, 0.1, 0, counted_only=False, chunked=False)
-    blocks = loop.teacher_forced_loss(model, src, tgt, 0.1, 0, counted_only=True, chunked=True)
+    one = step.teacher_forced_loss(model, src, tgt, 0.1, 0, counted_only=False, chunked=False)
+    blocks = step.teacher_forced_loss(model, src, tgt, 0.1, 0, counted_only=True, chunked=True)
     assert torch.allclose(one, blocks, rtol=1e-5, atol=1e-6)
 
 

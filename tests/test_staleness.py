@@ -52,6 +52,14 @@ def test_every_read_names_what_writes_it():
         assert RUN_WRITER in graph[reader], f"{reader} does not declare that it reads {RUN_WRITER}'s run"
 
 
+def test_chapter_12_declares_the_gpu_run_it_would_show():
+    """Chapter 12 adds a row and a curve for a recorded GPU run when `results/gpu-base` holds one:
+    such a run appearing (or changing) must name chapter 12 stale, so it declares both files."""
+    reads = ex.declared(nbformat.read(ROOT / RUN_READERS[0], as_version=4))["reads"]
+    for name in ("summary.json", "metrics.jsonl"):
+        assert reads.get(f"results/gpu-base/{name}", "").endswith("scripts/gpu_run.sh"), sorted(reads)
+
+
 def _copy(tmp: Path) -> Path:
     """The run's writer, its readers and every file they read (where it exists), under tmp, made
     consistent as `make execute NB=<writer>` leaves them: the writer's record of what it wrote (where

@@ -9,7 +9,8 @@ __all__ = []
 
 # %% ../../chapters/11b_training.ipynb #bf4944cd
 # transformer_lib.training: one module per job, in the order this chapter builds them
-from . import checkpoints, config, datasets, evaluation, hardware, loop, objective, plan, state
+from . import (batches, checkpoints, config, datasets, epoch, evaluation, hardware, loop,
+                                      objective, plan, selection, start, state, step, window)
 from .objective import *     # Adam, the warm-up schedule, label smoothing
 from .config import *        # TrainConfig and its presets
 from .datasets import *      # TrainingData: the toy task and Multi30k
@@ -18,7 +19,14 @@ from .hardware import *      # the machine: bf16, FLOPs, a description
 from .plan import *          # the step's plan: every CPU/GPU choice, made once
 from .checkpoints import *   # metrics log, checkpoints, averaging
 from .state import *         # a run's state, saved and restored whole
-from .loop import *          # run_training
+from .batches import *       # batches of bounded shapes
+from .epoch import *         # the epoch, prepared once
+from .step import *          # the step and its loss
+from .window import *        # the log window, the budget, the divergence guard
+from .selection import *     # validation, model selection, the test set
+from .start import *         # a run started, fresh or resumed
+from .loop import *          # TrainingRun and run_training
 
-__all__ = [name for module in (objective, config, datasets, evaluation, hardware, plan, checkpoints, state, loop)
+__all__ = [name for module in (objective, config, datasets, evaluation, hardware, plan, checkpoints, state,
+                               batches, epoch, step, window, selection, start, loop)
            for name in module.__all__]

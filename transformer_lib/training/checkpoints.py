@@ -8,7 +8,6 @@ __all__ = ['read_metrics', 'load_checkpoint', 'average_state_dicts']
 # %% ../../chapters/11b_training.ipynb #62d414fb
 import json
 import os
-import random
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -45,36 +44,6 @@ def read_metrics(path: Union[str, Path]) -> list[dict[str, Any]]:
     if path.is_dir():
         path = path / "metrics.jsonl"
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-
-
-def _rng_state() -> dict[str, Any]:
-    import numpy as np
-    legacy = np.random.get_state()
-    assert isinstance(legacy, tuple)                          # legacy=True: the tuple form
-    name, keys, pos, has_gauss, gauss = legacy
-    # tensors and plain Python values only, so that torch.load(weights_only=True) reads it back
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
-             "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    import numpy as np
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    name, keys, pos, has_gauss, gauss = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _seed_everything(seed: int) -> None:
-    import numpy as np
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 def _save_checkpoint(path: Path, payload: dict[str, Any]) -> None:

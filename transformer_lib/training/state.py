@@ -6,6 +6,7 @@
 __all__ = ['RunState']
 
 # %% ../../chapters/11b_training.ipynb #c65abe28
+import random
 from collections import deque
 from dataclasses import asdict
 from pathlib import Path
@@ -16,12 +17,41 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ..model import Transformer
-from .checkpoints import (
-    _rng_state, _save_checkpoint, _seed_everything, _set_rng_state, _state_copy)
+from .checkpoints import _save_checkpoint, _state_copy
 from .config import TrainConfig
 from .datasets import TrainingData
 from .objective import make_optimizer, make_scheduler
 from .plan import plan_step
+
+
+def _rng_state() -> dict[str, Any]:
+    import numpy as np
+    legacy = np.random.get_state()
+    assert isinstance(legacy, tuple)                          # legacy=True: the tuple form
+    name, keys, pos, has_gauss, gauss = legacy
+    # tensors and plain Python values only, so that torch.load(weights_only=True) reads it back
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
+             "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss)}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    import numpy as np
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _seed_everything(seed: int) -> None:
+    import numpy as np
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 class RunState:
@@ -54,6 +84,11 @@ class RunState:
         self.best: Optional[tuple[int, float, dict[str, Tensor]]] = None   # (step, val BLEU, weights)
         self.plan = plan_step(cfg, device, world)                    # how the step runs, decided once
         self.scaler = self.plan.grad_scaler()                       # enabled for fp16 only
+
+    def reseed(self) -> None:
+        """A fresh run, after the model's initialisation: each process reseeds, so that each draws
+        its own dropout masks (a resumed run restores the checkpoint's generator states instead)."""
+        _seed_everything(self.cfg.seed + 1 + 1000 * self.rank)
 
     def lr(self) -> float:
         """The learning rate of the last step."""
