@@ -146,11 +146,15 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sani
 	--nbval-cell-timeout=900
 
 # The suite runs in WORKERS processes (pytest-xdist): each unit of work (a test file, a chapter, the
-# training chapters in order, the tests of the built book) runs whole on one of them (conftest.py).
-# WORKERS=0: one process, as before.
+# tests of the built book) runs whole on one of them (conftest.py). WORKERS=0: one process.
+# Then the training chapters, in order, alone: beside another process, 11b's two-thread training
+# cell ran past nbval's 900-s cell limit (200 s alone), so they get the machine to themselves.
 WORKERS ?= 2
+TRAINING_NB := chapters/11a_data.ipynb chapters/11b_training.ipynb chapters/11c_train_cli.ipynb \
+	chapters/12_results_and_attention.ipynb chapters/12b_in_the_browser.ipynb
 test: export vendor
-	$(PY) -m pytest tests chapters $(NBVAL_ARGS) -n $(WORKERS) --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest tests chapters $(NBVAL_ARGS) -n $(WORKERS) --durations=25 $(addprefix --ignore=,$(TRAINING_NB)) $(PYTEST_ARGS)
+	$(PY) -m pytest $(TRAINING_NB) $(NBVAL_ARGS) --durations=10 $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-cpu
 
 # The same verdict on other processors: the machine-sensitive chapters once more, as two other

@@ -69,6 +69,8 @@ FIXED: dict[str, str] = {
     "40": "the reading path's limit on a cell's lines (tests/test_reading_path.py)",
     "60": "a setting: the seconds of training steps in the GPU check's core (scripts/gpu_check.py)",
     "25": "a setting: the slowest tests `make test` prints (--durations=25)",
+    "82": "the suite's own CPU use in one process, sampled once (CONTRIBUTING: why two processes)",
+    "31": "the suite's own CPU use in one process, sampled once (CONTRIBUTING: why two processes)",
 }
 
 

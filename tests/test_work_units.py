@@ -91,3 +91,14 @@ def test_the_long_units_are_collected_first(request):
     units = [work_unit(item.nodeid) for item in items]
     first_other = next((i for i, u in enumerate(units) if u not in root_conftest.FIRST), len(units))
     assert all(u not in root_conftest.FIRST for u in units[first_other:])
+
+
+def test_the_makefile_runs_the_training_unit_alone_after_the_rest():
+    """`make test` leaves the training chapters out of the two-process run and runs them after it,
+    alone: the Makefile's list is exactly the training unit's chapters, in the book's order."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    listed = re.search(r"^TRAINING_NB := ((?:.*\\\n)*.*)$", makefile, re.M).group(1).replace("\\\n", " ").split()
+    unit = [f"chapters/{nb.name}" for nb in CHAPTERS if work_unit(f"chapters/{nb.name}::Cell 0") == "training-chapters"]
+    assert listed == unit
+    assert re.search(r"-n \$\(WORKERS\) .*\$\(addprefix --ignore=,\$\(TRAINING_NB\)\)", makefile)
+    assert re.search(r"^\t\$\(PY\) -m pytest \$\(TRAINING_NB\) \$\(NBVAL_ARGS\)", makefile, re.M)
