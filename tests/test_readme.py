@@ -71,6 +71,10 @@ FIXED: dict[str, str] = {
     "25": "a setting: the slowest tests `make test` prints (--durations=25)",
     "82": "the suite's own CPU use in one process, sampled once (CONTRIBUTING: why two processes)",
     "31": "the suite's own CPU use in one process, sampled once (CONTRIBUTING: why two processes)",
+    "900": "a setting: nbval's cell limit (--nbval-cell-timeout=900)",
+    "200": "the suite's own time: 11b's training cell alone, measured (CONTRIBUTING: two processes)",
+    "3,915": "the suite's own time in one process, measured (CONTRIBUTING: two processes)",
+    "2,168": "the suite's own time in two processes, measured (CONTRIBUTING: two processes)",
 }
 
 
