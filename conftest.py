@@ -20,6 +20,8 @@ os.environ["MPLBACKEND"] = INLINE_BACKEND
 # run that 12 and 12b read, 11c's runs beside them), in the book's order; and the test files that
 # build or read the book in _build/ (a build on one worker must not rewrite pages the other reads).
 # The two long units go first, so that they start at once and the rest fills in around them.
+# `make test` itself runs the training chapters after the two-process run, alone (Makefile,
+# TRAINING_NB): beside another process, 11b's training cell ran past nbval's cell limit.
 TRAINING_CHAPTERS = ("11a_", "11b_", "11c_", "12_", "12b_")
 BOOK_TESTS = ("test_book.py", "test_web.py", "test_browser_translate.py", "test_editions.py", "test_pdf.py")
 FIRST = ("training-chapters", "the-built-book")
