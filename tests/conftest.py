@@ -1,14 +1,11 @@
 """Shared test settings: deterministic, single-threaded, CPU."""
-import contextlib
-import functools
-import http.server
 import os
 import pathlib
-import threading
-from typing import Iterator
 
 import pytest
 import torch
+
+from booktools.loopback import serve  # noqa: F401  (the browser tests import it from here)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -36,24 +33,6 @@ def chromium_path() -> "str | None":
         if shutil.which(name):
             return shutil.which(name)
     return None
-
-
-@contextlib.contextmanager
-def serve(folder) -> "Iterator[str]":
-    """`folder` served on loopback (the built book for the browser tests); yields its address."""
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                          ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm"}
-
-        def log_message(self, *args):  # keep the test output readable
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
 
 
 def skip_or_fail(msg: str):

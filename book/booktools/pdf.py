@@ -37,20 +37,15 @@ the introduction links to it (and the Pages workflow publishes it).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import html
 import io
-import http.server
 import json
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import unicodedata
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +55,7 @@ import yaml
 from booktools import config as book_config
 from booktools.build import BUILD, HTML, ROOT, TITLES, config_for
 from booktools.editions import book_url
+from booktools.loopback import serve
 
 OUT = BUILD / "pdf"
 PAGES = BUILD / "pdf-pages"                      # each edition's single-page build, its own folder
@@ -136,21 +132,6 @@ def widget_scripts(config: dict[str, Any]) -> str:
         extra = "".join(f' {name}="{html.escape(value)}"' for name, value in attrs.items())
         tags.append(f'<script src="_static/{path}"{extra}></script>')
     return "\n".join(tags)
-
-
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """An HTTP server on `folder` (modules and the widget embedder need http://): its address."""
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
 
 
 def book_meta(language: str) -> dict[str, Any]:
