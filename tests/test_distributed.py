@@ -37,6 +37,12 @@ PIECES = [(_first[0][:8], _first[1][:8]), (_second[0][:5], _second[1][:5]),
           (_third[0][:3], _third[1][:3]), (_second[0][5:7], _second[1][5:7])]
 
 
+
+def _why(proc: subprocess.CompletedProcess) -> str:
+    """What a failed torchrun said: the ranks' own messages come first, the launcher's summary last."""
+    err = proc.stderr if len(proc.stderr) <= 6000 else proc.stderr[:4000] + "\n[...]\n" + proc.stderr[-2000:]
+    return f"exit {proc.returncode}\nstdout (end): {proc.stdout[-1500:]}\nstderr: {err}"
+
 def _counted(batch) -> int:
     return int((batch[1][:, 1:] != TOY.pad_id).sum())
 
@@ -208,10 +214,10 @@ def test_three_processes_with_bounded_shapes_train_resume_and_end(tmp_path):
            "--no-progress", "--eval", "greedy", "--set", "bucket_shapes=true",
            "--set", "log_every=1", "--dist-timeout", "120"]
     first = subprocess.run(cmd + ["--steps", "12"], capture_output=True, text=True, env=ENV, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.returncode == 0, _why(first)
     second = subprocess.run(cmd + ["--steps", "24", "--resume"], capture_output=True, text=True, env=ENV,
                             timeout=600)
-    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.returncode == 0, _why(second)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["world_size"] == 3 and summary["bucket_shapes"] is True and summary["steps"] == 24
     assert [r["step"] for r in read_metrics(tmp_path) if r["kind"] == "train"] == list(range(1, 25))
@@ -334,9 +340,9 @@ def test_a_rank_killed_mid_epoch_restarts_and_ends_as_if_never_killed(tmp_path):
     both; they resume from step 4 and end with the uninterrupted run's weights and losses, bit for bit."""
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     first = _torchrun(tmp_path, straight, kill_at=0, restarts=0)
-    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.returncode == 0, _why(first)
     second = _torchrun(tmp_path, killed, kill_at=6, restarts=1)
-    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.returncode == 0, _why(second)
     assert Path(str(killed) + ".killed").exists()                  # the kill happened
     a, b = read_metrics(straight), read_metrics(killed)
     losses = [[(r["step"], r["loss"]) for r in m if r["kind"] == "train"] for m in (a, b)]

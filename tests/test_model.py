@@ -112,6 +112,21 @@ def test_embed_tgt_offset_matches_slice(model):
     torch.testing.assert_close(model.embed_tgt(tgt)[:, 2:], model.embed_tgt(tgt[:, 2:], offset=2))
 
 
+def test_learned_positions_are_trained_and_decode_incrementally(batch):
+    """Table 3 row (E): one trained vector per position, used by the parallel and the step-by-step decoder."""
+    torch.manual_seed(0)
+    learned = Transformer(small_config(positions="learned")).eval()
+    table = learned.positional.embedding.weight
+    assert table.shape == (20, 32) and table.requires_grad
+    assert not hasattr(learned.positional, "pe")                  # no sinusoid anywhere
+    src, tgt = batch
+    test_incremental_decoding_matches_parallel(learned, batch)
+    tgt1 = tgt[:1]
+    torch.testing.assert_close(learned.embed_tgt(tgt1)[:, 2:], learned.embed_tgt(tgt1[:, 2:], offset=2))
+    learned(src, tgt).sum().backward()
+    assert table.grad is not None and table.grad[:tgt.shape[1]].abs().sum() > 0
+
+
 def test_outputs_independent_of_other_samples(model):
     torch.manual_seed(1)
     src, tgt = torch.randint(1, 50, (6, 9)), torch.randint(1, 40, (6, 7))
@@ -188,6 +203,7 @@ def test_train_eval_modes(model, batch):
     (dict(share_embeddings=True), ValueError, "share_embeddings"),
     (dict(tie_output=1), TypeError, "tie_output"),
     (dict(max_len=-1), ValueError, "max_len"),
+    (dict(positions="rope"), ValueError, "positions"),
 ])
 def test_config_validation(fields, exc, match):
     with pytest.raises(exc, match=match):

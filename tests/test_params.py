@@ -30,6 +30,7 @@ def test_layer_counts(d, d_ff):
     dict(tie_output=False, share_embeddings=True, tgt_vocab_size=50),
     dict(norm_first=True),
     dict(n_encoder_layers=1, n_decoder_layers=3),
+    dict(positions="learned", max_len=30),
 ])
 def test_transformer_count_matches_numel(fields):
     config = TransformerConfig(**{**dict(src_vocab_size=50, tgt_vocab_size=40, d_model=32, n_heads=4,

@@ -22,7 +22,7 @@ from ._checks import check_dropout, check_dtype, check_id_range, check_positive,
 from .layers import Encoder, EncoderLayer, PositionwiseFeedForward, _layer_args, _LayerStack
 from .masks import padding_mask, target_mask
 from .multihead import MultiHeadAttention, load_torch_mha_weights
-from .positional import PositionalEncoding
+from .positional import LearnedPositionalEmbedding, PositionalEncoding
 
 
 class DecoderLayer(nn.Module):
@@ -125,6 +125,8 @@ class TransformerConfig:
         final_norm: end each stack with a LayerNorm; `None` (default) = only in pre-LN, as the
             paper's layout needs. `True` gives `torch.nn.Transformer`'s layout, whose weights
             `Transformer.load_torch_transformer_weights` then loads.
+        positions: `"sinusoidal"` (the paper's fixed table, default) or `"learned"` (one trained
+            vector per position up to `max_len`, the variant of Table 3 row (E)).
     """
 
     src_vocab_size: int
@@ -141,6 +143,7 @@ class TransformerConfig:
     tie_output: bool = True
     norm_first: bool = False
     final_norm: Optional[bool] = None
+    positions: str = "sinusoidal"
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
@@ -163,6 +166,8 @@ class TransformerConfig:
                 raise TypeError(f"`{name}` must be a bool, got {getattr(self, name)!r}")
         if self.final_norm is not None and not isinstance(self.final_norm, bool):
             raise TypeError(f"`final_norm` must be a bool or None, got {self.final_norm!r}")
+        if self.positions not in ("sinusoidal", "learned"):
+            raise ValueError(f"`positions` must be \"sinusoidal\" or \"learned\", got {self.positions!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"`share_embeddings=True` needs one vocabulary, but src_vocab_size="
                              f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
@@ -224,8 +229,8 @@ def _values_checkable(t: Tensor) -> bool:
 class Transformer(nn.Module):
     """The encoder-decoder Transformer of *Attention Is All You Need*.
 
-    Token embeddings (multiplied by `sqrt(d_model)`), sinusoidal positional encoding with
-    dropout, the encoder and decoder stacks, and a bias-free output projection to the target
+    Token embeddings (multiplied by `sqrt(d_model)`), sinusoidal positional encoding (or learned
+    positions, `config.positions`) with dropout, the encoder and decoder stacks, and a bias-free output projection to the target
     vocabulary (tied to the target embedding when `config.tie_output`). The softmax is left to
     the loss (`F.cross_entropy`) or the decoding code: `forward` returns logits.
 
@@ -261,7 +266,8 @@ class Transformer(nn.Module):
         with torch.device(device) if device is not None else contextlib.nullcontext():
             self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
             self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
-            self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+            self.positional = (PositionalEncoding(c.d_model, c.max_len, c.dropout) if c.positions == "sinusoidal"
+                               else LearnedPositionalEmbedding(c.max_len, c.d_model, c.dropout))
             self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_encoder_layers, c.dropout, c.norm_first,
                                    final_norm=c.final_norm)
             self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_decoder_layers, c.dropout, c.norm_first,
@@ -321,7 +327,9 @@ class Transformer(nn.Module):
         T = tgt.shape[1]
         if offset < 0 or offset + T > self.config.max_len:
             raise ValueError(f"positions {offset}..{offset + T - 1} are outside 0..{self.config.max_len - 1} (max_len)")
-        return self.positional.dropout(x + self.positional.pe[offset:offset + T].to(x.dtype))
+        table = (self.positional.pe if isinstance(self.positional, PositionalEncoding)
+                 else self.positional.embedding.weight)                  # (max_len, d_model)
+        return self.positional.dropout(x + table[offset:offset + T].to(x.dtype))
 
     def project(self, h: Tensor) -> Tensor:
         """Decoder states `(B, T, d_model)` -> logits over the target vocabulary `(B, T, V)`."""

@@ -64,7 +64,8 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
 
     Embeddings: `V_src d`, plus `V_tgt d` unless `share_embeddings`; output layer (no bias):
     `V_tgt d` unless `tie_output`; the layers as in `encoder_layer_parameter_count` and
-    `decoder_layer_parameter_count`; with `config.has_final_norm` (pre-LN, or `final_norm=True`), one final LayerNorm per stack.
+    `decoder_layer_parameter_count`; with `config.has_final_norm` (pre-LN, or `final_norm=True`), one final LayerNorm per stack;
+    with `positions="learned"`, one `max_len x d` table shared by both stacks.
 
     Args:
         config: a `TransformerConfig`.
@@ -80,7 +81,8 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
     encoder = c.n_encoder_layers * encoder_layer_parameter_count(d, c.d_ff)
     decoder = c.n_decoder_layers * decoder_layer_parameter_count(d, c.d_ff)
     final_norms = 2 * 2 * d if c.has_final_norm else 0
-    return embeddings + output + encoder + decoder + final_norms
+    positions = c.max_len * d if c.positions == "learned" else 0
+    return embeddings + output + encoder + decoder + final_norms + positions
 
 # %% ../chapters/09_parameter_counting.ipynb #bfdf9a9b
 def transformer_flops(config: TransformerConfig, src_len: int, tgt_len: int, training: bool = True) -> int:

@@ -8,6 +8,8 @@ __all__ = ['build_parser', 'config_from_args', 'check_training_imports', 'cli', 
 
 # %% ../chapters/11c_train_cli.ipynb #4ce9e23d
 import argparse
+import faulthandler
+import gc
 import importlib.util
 import os
 import sys
@@ -150,6 +152,7 @@ def _join_process_group(cfg: TrainConfig) -> None:
     collective. After a restart (`torchrun --max-restarts`) the launcher's store still holds the
     addresses the killed attempt published, and gloo would connect to those dead ports: each
     attempt's keys get a prefix of their own."""
+    faulthandler.enable()                              # a crash in C++ prints every Python thread's stack
     backend = "nccl" if torch.cuda.is_available() and cfg.device in ("auto", "cuda") else "gloo"
     timeout = timedelta(seconds=cfg.dist_timeout_s)
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
@@ -213,8 +216,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
                 data = multi30k_data(cfg, args.data_dir, tokenizer_path=out / "tokenizer.json",
                                      max_test_sentences=args.max_test_sentences)
         peak = args.peak_tflops * 1e12 if args.peak_tflops else None
-        _, summary = run_training(cfg, data, out, resume=args.resume, progress=not args.no_progress,
-                           final_eval=tuple(args.eval), peak_flops=peak)
+        summary = run_training(cfg, data, out, resume=args.resume, progress=not args.no_progress,
+                           final_eval=tuple(args.eval), peak_flops=peak)[1]   # the run itself is let go
         if rank == 0:
             hw = summary["hardware"]
             print(f"{cfg.preset}: {summary['steps']} steps ({summary['stopped_by']}) in "
@@ -233,6 +236,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         return summary
     finally:
         if joined:
+            gc.collect()                  # the DDP wrapper's cycles go now, not in a C++ thread at interpreter exit
             dist.destroy_process_group()
 
 # %% ../chapters/11c_train_cli.ipynb #e9daf21d
