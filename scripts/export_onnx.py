@@ -96,6 +96,9 @@ def _until_eos(ids: list[int], eos_id: int) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.refresh_summary:
+        refresh_summary_line(args.out / "model.json")
+        return 0
     from transformer_lib.data import SubwordTokenizer
     from transformer_lib.training import load_checkpoint
 
@@ -134,6 +137,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--record", type=Path, default=ROOT / "results" / "cpu-full-web",
                     help="where the run's summary.json and metrics.jsonl are committed")
     ap.add_argument("--out", type=Path, default=ROOT / "book" / "_static" / "translator" / "model")
+    ap.add_argument("--refresh-summary", action="store_true",
+                    help="only rewrite OUT/model.json's one-line summary from its other fields (no run needed)")
     ap.add_argument("--sentences", type=int, default=None,
                     help="only the first N test sentences (a quick trial of the script; the page's model uses all)")
     return ap.parse_args(argv)
@@ -242,8 +247,7 @@ def _model_json(args: argparse.Namespace, summary: dict[str, Any], model: Transf
                  for name, p in files.items()}
     params = count_parameters(model)
     mc, shared, bleu = model.config, m.shared, m.bleu
-    mb = total / 1e6
-    return {
+    meta = {
         "about": "The in-browser model of chapter 12b, written by `make web-model` (scripts/export_onnx.py). "
                  "Trained on Multi30k: non-commercial research and educational use only.",
         "files": described,
@@ -271,13 +275,27 @@ def _model_json(args: argparse.Namespace, summary: dict[str, Any], model: Transf
         "colors": {"query": COLORS["query"], "key": COLORS["key"]},
         "palette": {**{k: COLORS[k] for k in ("query", "key", "value", "mask", "encoder", "decoder", "output")},
                     "ink": INK, "muted": MUTED},
-        "summary_line": (f"Model: {params / 1e6:.2f} million parameters (d_model {mc.d_model}, "
-                         f"{mc.n_encoder_layers}+{mc.n_decoder_layers} layers, {mc.n_heads} heads), the book's "
-                         f"{summary['preset']} run; {mb:.1f} MB of files with 16-bit weights; BLEU on the Multi30k "
-                         f"test set {bleu['greedy']['onnx_fp16']:.2f} greedy, {bleu['beam']['onnx_fp16']:.2f} with "
-                         f"four beams. Trained on Multi30k, which is for non-commercial research and educational "
-                         f"use only."),
     }
+    meta["summary_line"] = summary_line(meta)
+    return meta
+
+
+def summary_line(meta: dict[str, Any]) -> str:
+    """The page's one-line description of its model, from model.json's own fields."""
+    c, run, bleu = meta["config"], meta["run"], meta["bleu"]
+    return (f"Model: {meta['parameters'] / 1e6:.2f} million parameters (d_model {c['d_model']}, "
+            f"{c['n_encoder_layers']}+{c['n_decoder_layers']} layers, {c['n_heads']} heads), a training of the "
+            f"book's {run['preset']} recipe ({run['record']}); {meta['total_bytes'] / 1e6:.1f} MB of files with "
+            f"16-bit weights; BLEU on the Multi30k test set {bleu['greedy']['onnx_fp16']:.2f} greedy, "
+            f"{bleu['beam']['onnx_fp16']:.2f} with four beams. Trained on Multi30k, which is for non-commercial "
+            f"research and educational use only.")
+
+
+def refresh_summary_line(path: Path) -> None:
+    """Rewrite model.json's `summary_line` from its other fields (no run needed)."""
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta["summary_line"] = summary_line(meta)
+    path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _rel(p: Path) -> str:

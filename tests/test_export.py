@@ -107,5 +107,9 @@ def test_committed_model_is_the_recorded_run():
     assert records[-1]["kind"] == "end" and records[-1]["bleu"] == summary["bleu"]
     for method in ("greedy", "beam"):
         assert abs(meta["bleu"][method]["onnx_fp16"] - meta["bleu"][method]["torch"]) <= 0.3
+    line = meta["summary_line"]                                   # what the page prints under the translator
+    assert f"({meta['run']['record']})" in line and f"{meta['run']['preset']} run" not in line   # a second training
+    assert f"{meta['bleu']['greedy']['onnx_fp16']:.2f} greedy, {meta['bleu']['beam']['onnx_fp16']:.2f}" in line
+    assert f"{meta['parameters'] / 1e6:.2f} million" in line and f"{meta['total_bytes'] / 1e6:.1f} MB" in line
     latency = json.loads((ROOT / "results" / "page-latency.json").read_text())
     assert latency["model_weights_sha256"] == meta["files"]["weights"]["sha256"], "latency of another model"
