@@ -769,7 +769,7 @@ def test_one_query_equals_pytorch(page, reference, web_model):
         with torch.no_grad():
             mha = web_model.encoder.layers[layer - 1].self_attn
             xi = inputs[layer - 1]
-            q, k, v = mha._project(xi, xi, xi)                       # (1, h, S, d_k) x 3
+            q, k, v = mha.project(xi, xi, xi)                       # (1, h, S, d_k) x 3
             _, w = attention(q, k, v)                                # (1, h, S, S)
             raw = (q @ k.transpose(-2, -1))[0, head, query].double().numpy()
             w = w[0, head, query].double().numpy()

@@ -87,9 +87,9 @@ def test_sample_logits_frequencies_and_reproducibility():
 
 
 # ----- the cache ----------------------------------------------------------------------------
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_cache_equals_uncached_step_by_step(norm_first):
-    model = make_model(norm_first)
+@pytest.mark.parametrize("norm_first, d_k", [(False, None), (True, None), (False, 3)])
+def test_cache_equals_uncached_step_by_step(norm_first, d_k):
+    model = make_model(norm_first, d_k=d_k)                     # d_k=3: keys narrower than values (8)
     src = make_src()
     cached = IncrementalDecoder(model, src, use_cache=True, capacity=2)        # grows several times
     uncached = IncrementalDecoder(model, src, use_cache=False)
@@ -117,9 +117,9 @@ def test_cached_logits_equal_full_decode(norm_first):
     assert torch.allclose(steps, full, atol=1e-5)
 
 
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_greedy_cached_equals_uncached(norm_first):
-    model = make_model(norm_first, seed=2)
+@pytest.mark.parametrize("norm_first, d_k", [(False, None), (True, None), (False, 16)])
+def test_greedy_cached_equals_uncached(norm_first, d_k):
+    model = make_model(norm_first, seed=2, d_k=d_k)
     src = make_src(seed=2)
     a = greedy_decode(model, src, 40, BOS, EOS)
     b = greedy_decode(model, src, 40, BOS, EOS, use_cache=False)

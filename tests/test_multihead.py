@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lib import MultiHeadAttention, attention, load_torch_mha_weights
+from transformer_lib import MultiHeadAttention, attention, load_torch_mha_weights, mha_parameter_count
 
 D, H = 32, 4
 
@@ -90,6 +90,30 @@ def test_explicit_path_is_attention_per_head():
         torch.testing.assert_close(w, mha.last_weights[:, i])
         heads.append(z)
     torch.testing.assert_close(out, mha.out_proj(torch.cat(heads, dim=-1)), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("d_k", [2, 12])
+def test_narrower_or_wider_keys_are_attention_per_head(d_k):
+    """Table 3 row (B): queries and keys of width d_k, values of width d_model / h, scores / sqrt(d_k)."""
+    mha = MultiHeadAttention(D, H, d_k=d_k).eval()
+    d_v = D // H
+    assert (mha.d_k, mha.d_v) == (d_k, d_v) and mha.in_proj.weight.shape == (2 * H * d_k + D, D)
+    assert sum(p.numel() for p in mha.parameters()) == mha_parameter_count(D, qk_width=H * d_k)
+    x, memory = torch.randn(2, 5, D), torch.randn(2, 7, D)
+    Wq, Wk, Wv = mha.in_proj.weight.split([H * d_k, H * d_k, D])
+    bq, bk, bv = mha.in_proj.bias.split([H * d_k, H * d_k, D])
+    for kv in (x, memory):                                          # self- and cross-attention
+        heads = []
+        for i in range(H):
+            s, t = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
+            z, _ = attention(x @ Wq[s].T + bq[s], kv @ Wk[s].T + bk[s], kv @ Wv[t].T + bv[t])
+            heads.append(z)
+        want = mha.out_proj(torch.cat(heads, dim=-1))
+        for store in (False, True):                                 # the fused kernel and the explicit path
+            mha.store_weights = store
+            torch.testing.assert_close(mha(x, kv, kv), want, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="d_k"):
+        load_torch_mha_weights(mha, nn.MultiheadAttention(D, H, batch_first=True))
 
 
 @pytest.mark.parametrize("store_weights", [False, True])

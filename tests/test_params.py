@@ -31,6 +31,8 @@ def test_layer_counts(d, d_ff):
     dict(norm_first=True),
     dict(n_encoder_layers=1, n_decoder_layers=3),
     dict(positions="learned", max_len=30),
+    dict(d_k=3),
+    dict(d_k=16, norm_first=True),
 ])
 def test_transformer_count_matches_numel(fields):
     config = TransformerConfig(**{**dict(src_vocab_size=50, tgt_vocab_size=40, d_model=32, n_heads=4,
@@ -51,9 +53,10 @@ def test_count_parameters_trainable_only():
     assert count_parameters(lin) == 12 and count_parameters(lin, trainable_only=False) == 16
 
 
-def test_flops_match_counter():
+@pytest.mark.parametrize("d_k", [None, 3])
+def test_flops_match_counter(d_k):
     config = TransformerConfig.base(60, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=1,
-                                    d_ff=64, dropout=0.0)
+                                    d_ff=64, dropout=0.0, d_k=d_k)
     model = Transformer(config)
     for m in model.modules():
         if isinstance(m, MultiHeadAttention):

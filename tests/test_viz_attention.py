@@ -43,7 +43,7 @@ def test_record_attention_matches_a_hand_computation():
     maps = record_attention(model, src, torch.tensor([[1, 4]]))
     attn = model.encoder.layers[0].self_attn
     x = model.embed_src(src)                                              # (1, S, d_model), eval: no dropout
-    q, k, _ = attn._project(x, x, x)                                       # (1, h, S, d_k)
+    q, k, _ = attn.project(x, x, x)                                       # (1, h, S, d_k)
     expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
     assert torch.allclose(maps["encoder self-attention"][0], expected, atol=1e-6)
 

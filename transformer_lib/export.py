@@ -30,7 +30,7 @@ from .multihead import MultiHeadAttention
 def _attend(mha: MultiHeadAttention, x: Tensor, kv: Tensor, mask: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
     """`mha(x, kv, kv, mask)` by the explicit path of chapter 3, returning the weights and the raw scores too."""
     N, Lq = x.shape[0], x.shape[1]
-    q, k, v = mha._project(x, kv, kv)                      # (N, h, L_q, d_k), (N, h, L_k, d_k) x 2
+    q, k, v = mha.project(x, kv, kv)                       # (N, h, L_q, d_k), (N, h, L_k, d_k) x 2
     z, w = attention(q, k, v, mask)                        # (N, h, L_q, d_k), (N, h, L_q, L_k)
     raw = q @ k.transpose(-2, -1)                          # (N, h, L_q, L_k): q·k before the 1/sqrt(d_k)
     z = z.transpose(1, 2).reshape(N, Lq, mha.d_model)      # concatenate the heads: (N, L_q, d_model)

@@ -19,10 +19,6 @@ from .model import DecoderLayer, Transformer
 from .multihead import MultiHeadAttention
 
 
-def _split_heads(x: Tensor, n_heads: int) -> Tensor:
-    N, L, d = x.shape
-    return x.view(N, L, n_heads, d // n_heads).transpose(1, 2)           # (N, h, L, d_k)
-
 def _merge_heads(z: Tensor) -> Tensor:
     N, h, L, d_k = z.shape
     return z.transpose(1, 2).reshape(N, L, h * d_k)                       # (N, L, d_model)
@@ -87,22 +83,17 @@ class IncrementalDecoder:
         self.tokens = src.new_empty(N, 0)                                            # (N, t) uncached path
         if not self.use_cache:
             return
-        h, d_k = cfg.n_heads, cfg.d_model // cfg.n_heads
+        layers = _decoder_layers(model)
+        h, d_k, d_v = cfg.n_heads, layers[0].self_attn.d_k, layers[0].self_attn.d_v
         self._keep = self.src_mask.any(-1, keepdim=True)                            # (N, 1, 1, 1) any real key?
         self._cross_mask = self.src_mask | ~self._keep                              # (N, 1, 1, S), never all False
         self.cross_kv: list[tuple[Tensor, Tensor]] = []
         with torch.no_grad():
-            for layer in _decoder_layers(model):
-                attn = layer.cross_attn
-                d = attn.d_model
-                w, b = attn.in_proj.weight[d:], None if attn.in_proj.bias is None else attn.in_proj.bias[d:]
-                kv = F.linear(self.memory, w, b)                  # (N, S, 2d): [K | V]
-                k, v = kv.split(d, dim=-1)                                          # (N, S, d) each
-                self.cross_kv.append((_split_heads(k, h), _split_heads(v, h)))      # (N, h, S, d_k) each
+            for layer in layers:                                   # (N, h, S, d_k), (N, h, S, d_v)
+                self.cross_kv.append(layer.cross_attn.project_key_value(self.memory))
         cap = max(1, min(int(capacity), self.max_len))
-        shape = (N, h, cap, d_k)
-        self.self_kv = [(self.memory.new_zeros(shape), self.memory.new_zeros(shape))
-                        for _ in model.decoder.layers]                              # per layer (N, h, cap, d_k) x 2
+        self.self_kv = [(self.memory.new_zeros(N, h, cap, d_k), self.memory.new_zeros(N, h, cap, d_v))
+                        for _ in layers]                                            # per layer: keys, values
 
     @property
     def batch_size(self) -> int:
@@ -171,20 +162,16 @@ class IncrementalDecoder:
 
     @staticmethod
     def _self_attention(attn: MultiHeadAttention, x: Tensor, k_cache: Tensor, v_cache: Tensor, t: int) -> Tensor:
-        N, h = x.shape[0], attn.n_heads
-        qkv = F.linear(x, attn.in_proj.weight, attn.in_proj.bias)  # (N, 1, 3d)
-        q, k, v = qkv.view(N, 1, 3, h, attn.d_k).permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (N, h, 1, d_k)
+        q, k, v = attn.project(x, x, x)                       # (N, h, 1, d_k), (N, h, 1, d_k), (N, h, 1, d_v)
         k_cache[:, :, t] = k[:, :, 0]                                               # store position t
         v_cache[:, :, t] = v[:, :, 0]
         z = F.scaled_dot_product_attention(
-            q, k_cache[:, :, :t + 1], v_cache[:, :, :t + 1])                        # (N, h, 1, d_k): all past keys
+            q, k_cache[:, :, :t + 1], v_cache[:, :, :t + 1])                        # (N, h, 1, d_v): all past keys
         return attn.out_proj(_merge_heads(z))                                       # (N, 1, d_model)
 
     def _cross_attention(self, attn: MultiHeadAttention, x: Tensor, k: Tensor, v: Tensor) -> Tensor:
-        d = attn.d_model
-        b = None if attn.in_proj.bias is None else attn.in_proj.bias[:d]
-        q = _split_heads(F.linear(x, attn.in_proj.weight[:d], b), attn.n_heads)  # (N, h, 1, d_k)
-        z = F.scaled_dot_product_attention(q, k, v, attn_mask=self._cross_mask)  # (N, h, 1, d_k)
+        q = attn.project_query(x)                                                   # (N, h, 1, d_k)
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=self._cross_mask)  # (N, h, 1, d_v)
         z = z.masked_fill(~self._keep, 0.0)                                         # no real source token: zeros
         return attn.out_proj(_merge_heads(z))                                       # (N, 1, d_model)
 

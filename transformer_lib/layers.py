@@ -70,16 +70,17 @@ class EncoderLayer(nn.Module):
         dropout: dropout probability on the sub-layer outputs, the attention weights and the
             feed-forward hidden activations.
         norm_first: `False` for post-LN (the paper), `True` for pre-LN.
+        d_k: the attention's query and key width per head (None: `d_model // n_heads`).
         device, dtype: where the parameters are created and their floating-point type (None:
             PyTorch's defaults), as for PyTorch's own modules.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None,
-                 dtype: Optional[torch.dtype] = None) -> None:
+                 norm_first: bool = False, *, d_k: Optional[int] = None,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         dropout, factory = _layer_args(dropout, device, dtype)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, d_k=d_k, **factory)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, **factory)
         self.norm1 = nn.LayerNorm(d_model, **factory)
         self.norm2 = nn.LayerNorm(d_model, **factory)
@@ -114,12 +115,12 @@ class _LayerStack(nn.Module):
     layer_class: Callable[..., nn.Module]
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, final_norm: Optional[bool] = None, *,
+                 norm_first: bool = False, final_norm: Optional[bool] = None, *, d_k: Optional[int] = None,
                  device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         check_positive("n_layers", n_layers)
         factory = factory_kwargs(device, dtype)
-        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, dropout, norm_first, **factory)
+        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, dropout, norm_first, d_k=d_k, **factory)
                                     for _ in range(n_layers))
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = nn.LayerNorm(d_model, **factory) if final_norm else None
@@ -135,7 +136,7 @@ class Encoder(_LayerStack):
     stack, so pass `final_norm=True` to reproduce it.
 
     Args:
-        d_model, n_heads, d_ff, dropout, norm_first: as in `EncoderLayer`.
+        d_model, n_heads, d_ff, dropout, norm_first, d_k: as in `EncoderLayer`.
         n_layers: number of layers `N` (6 in the paper).
         final_norm: add a LayerNorm after the last layer; default `norm_first`.
         device, dtype: where the parameters are created and their floating-point type (None:

@@ -35,17 +35,17 @@ class DecoderLayer(nn.Module):
     `cross_attn`).
 
     Args:
-        d_model, n_heads, d_ff, dropout, norm_first, device, dtype: as in `EncoderLayer`
+        d_model, n_heads, d_ff, dropout, norm_first, d_k, device, dtype: as in `EncoderLayer`
             (`dropout` acts on the sub-layer outputs, the attention weights and the FFN hidden
             activations; `norm_first=False` is post-LN, the paper's).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, *, device: Optional[Union[str, torch.device]] = None,
-                 dtype: Optional[torch.dtype] = None) -> None:
+                 norm_first: bool = False, *, d_k: Optional[int] = None,
+                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         dropout, factory = _layer_args(dropout, device, dtype)
-        self.self_attn, self.cross_attn = (MultiHeadAttention(d_model, n_heads, dropout=dropout, **factory)
+        self.self_attn, self.cross_attn = (MultiHeadAttention(d_model, n_heads, dropout=dropout, d_k=d_k, **factory)
                                            for _ in range(2))
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, **factory)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model, **factory) for _ in range(3))
@@ -127,6 +127,8 @@ class TransformerConfig:
             `Transformer.load_torch_transformer_weights` then loads.
         positions: `"sinusoidal"` (the paper's fixed table, default) or `"learned"` (one trained
             vector per position up to `max_len`, the variant of Table 3 row (E)).
+        d_k: the query and key width of every head (None, the default: `d_model // n_heads`);
+            the values keep `d_model // n_heads` (Table 3 row (B) narrows the keys alone).
     """
 
     src_vocab_size: int
@@ -144,6 +146,7 @@ class TransformerConfig:
     norm_first: bool = False
     final_norm: Optional[bool] = None
     positions: str = "sinusoidal"
+    d_k: Optional[int] = None
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
@@ -166,6 +169,8 @@ class TransformerConfig:
                 raise TypeError(f"`{name}` must be a bool, got {getattr(self, name)!r}")
         if self.final_norm is not None and not isinstance(self.final_norm, bool):
             raise TypeError(f"`final_norm` must be a bool or None, got {self.final_norm!r}")
+        if self.d_k is not None:
+            check_positive("d_k", self.d_k)
         if self.positions not in ("sinusoidal", "learned"):
             raise ValueError(f"`positions` must be \"sinusoidal\" or \"learned\", got {self.positions!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -269,9 +274,9 @@ class Transformer(nn.Module):
             self.positional = (PositionalEncoding(c.d_model, c.max_len, c.dropout) if c.positions == "sinusoidal"
                                else LearnedPositionalEmbedding(c.max_len, c.d_model, c.dropout))
             self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_encoder_layers, c.dropout, c.norm_first,
-                                   final_norm=c.final_norm)
+                                   final_norm=c.final_norm, d_k=c.d_k)
             self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_decoder_layers, c.dropout, c.norm_first,
-                                   final_norm=c.final_norm)
+                                   final_norm=c.final_norm, d_k=c.d_k)
             self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
             self.embed_scale = math.sqrt(c.d_model)
             self._reset_parameters()

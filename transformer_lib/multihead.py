@@ -21,11 +21,13 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention (Vaswani et al. 2017, §3.2.2), batch-first, PyTorch-compatible weights.
 
     `h = n_heads` heads of width `d_k = d_model // n_heads` each attend in parallel; their
-    outputs are concatenated and mixed by `out_proj` ($W^O$). The three input projections
+    outputs are concatenated and mixed by `out_proj` ($W^O$). `d_k=` narrows the queries and
+    keys alone (the paper's Table 3, row B): values keep `d_v = d_model // n_heads`. The three input projections
     $W^Q, W^K, W^V$ are stored fused, as in `torch.nn.MultiheadAttention`: `in_proj` is a
     `Linear(d_model, 3 * d_model)` whose weight rows are `[W^Q; W^K; W^V]`, so self-attention
     (`query is key is value`) costs one matrix product, and `load_torch_mha_weights` copies
-    PyTorch's weights unchanged. Parameters: `4 * d_model**2 + 4 * d_model` (with bias).
+    PyTorch's weights unchanged. Parameters: `4 * d_model**2 + 4 * d_model` (with bias; with
+    `d_k=`, `in_proj` has `2 * n_heads * d_k + d_model` rows).
 
     Masks follow the convention of `transformer_lib`: a `torch.bool` tensor broadcastable to
     `(B, h, L_q, L_k)` with `True` = may attend, e.g. `(B, 1, 1, L_k)` for padding or
@@ -44,6 +46,8 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads `h`.
         dropout: dropout probability on the attention weights (training mode only).
         bias: whether the projections have biases.
+        d_k: the width of each head's queries and keys (default `d_model // n_heads`); the
+            scores are scaled by `1/sqrt(d_k)`.
         device, dtype: where and in which floating-point type to create the parameters, as in
             `torch.nn` modules (default: PyTorch's defaults).
 
@@ -51,7 +55,8 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, *,
-                 device: Optional[Union[str, torch.device]] = None, dtype: Optional[torch.dtype] = None) -> None:
+                 d_k: Optional[int] = None, device: Optional[Union[str, torch.device]] = None,
+                 dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         check_positive("d_model", d_model)
         check_positive("n_heads", n_heads)
@@ -61,9 +66,11 @@ class MultiHeadAttention(nn.Module):
                              f"{[h for h in range(1, min(d_model, 16) + 1) if d_model % h == 0]}")
         dropout = check_dropout(dropout)
         factory = factory_kwargs(device, dtype)
-        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.d_model, self.n_heads, self.d_v = d_model, n_heads, d_model // n_heads
+        self.d_k = self.d_v if d_k is None else check_positive("d_k", d_k)
         self.dropout = float(dropout)
-        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias, **factory)   # rows: [W_Q; W_K; W_V]
+        qk = n_heads * self.d_k                                                  # width of all queries (keys)
+        self.in_proj = nn.Linear(d_model, 2 * qk + d_model, bias=bias, **factory)  # rows: [W_Q; W_K; W_V]
         self.out_proj = nn.Linear(d_model, d_model, bias=bias, **factory)      # W_O
         self.attn_dropout = nn.Dropout(dropout)
         self.store_weights: bool = False
@@ -78,25 +85,38 @@ class MultiHeadAttention(nn.Module):
             nn.init.zeros_(self.in_proj.bias)
             nn.init.zeros_(self.out_proj.bias)
 
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Project the inputs and split the heads: three `(B, h, L, d_k)` tensors."""
-        B, h, d_k, d = query.shape[0], self.n_heads, self.d_k, self.d_model
-        Lq, Lk = query.shape[1], key.shape[1]         # explicit lengths: `view(B, -1, ...)` fails when B = 0
-        w, b = self.in_proj.weight, self.in_proj.bias
+    def _heads(self, x: Tensor, width: int) -> Tensor:
+        """`(B, L, h * width)` -> `(B, h, L, width)`: split the last dimension into the heads."""
+        return x.view(x.shape[0], x.shape[1], self.n_heads, width).transpose(1, 2)
+
+    def project_query(self, query: Tensor) -> Tensor:
+        """`(B, L_q, d_model)` -> the queries of every head, `(B, h, L_q, d_k)`."""
+        qk, b = self.n_heads * self.d_k, self.in_proj.bias
+        return self._heads(F.linear(query, self.in_proj.weight[:qk], None if b is None else b[:qk]), self.d_k)
+
+    def project_key_value(self, key: Tensor, value: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+        """Keys and values of every head, `(B, h, L_k, d_k)` and `(B, h, L_k, d_v)`; `value`
+        defaults to `key` (then one matrix product computes both)."""
+        qk, w, b = self.n_heads * self.d_k, self.in_proj.weight, self.in_proj.bias
+        if value is None or value is key:                                   # one product: [K | V]
+            kv = F.linear(key, w[qk:], None if b is None else b[qk:])      # (B, L_k, h d_k + d_model)
+            k, v = kv.split([qk, self.d_model], dim=-1)
+        else:
+            k = F.linear(key, w[qk:2 * qk], None if b is None else b[qk:2 * qk])   # (B, L_k, h d_k)
+            v = F.linear(value, w[2 * qk:], None if b is None else b[2 * qk:])     # (B, L_k, d_model)
+        return self._heads(k, self.d_k), self._heads(v, self.d_v)
+
+    def project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Project the inputs and split the heads: `(B, h, L_q, d_k)`, `(B, h, L_k, d_k)`, `(B, h, L_k, d_v)`.
+
+        What `forward` attends with (an incremental decoder or a probe can call it alone); for
+        self-attention (`query is key is value`) one fused matrix product."""
         if query is key and key is value:            # self-attention: one fused matrix product
-            qkv = F.linear(query, w, b)               # (B, L, 3d)
-            q, k, v = qkv.view(B, Lq, 3, h, d_k).permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, h, L, d_k)
-            return q, k, v
-        bq, bkv = (None, None) if b is None else (b[:d], b[d:])
-        q = F.linear(query, w[:d], bq).view(B, Lq, h, d_k).transpose(1, 2)           # (B, h, L_q, d_k)
-        if key is value:                              # cross-attention: K and V in one product
-            kv = F.linear(key, w[d:], bkv)            # (B, L_k, 2d)
-            k, v = kv.view(B, Lk, 2, h, d_k).permute(2, 0, 3, 1, 4).unbind(0)     # 2 x (B, h, L_k, d_k)
-            return q, k, v
-        bk, bv = (None, None) if b is None else (b[d:2 * d], b[2 * d:])
-        k = F.linear(key, w[d:2 * d], bk).view(B, Lk, h, d_k).transpose(1, 2)     # (B, h, L_k, d_k)
-        v = F.linear(value, w[2 * d:], bv).view(B, Lk, h, d_k).transpose(1, 2)    # (B, h, L_k, d_k)
-        return q, k, v
+            qk = self.n_heads * self.d_k
+            qkv = F.linear(query, self.in_proj.weight, self.in_proj.bias)   # (B, L, 2 h d_k + d_model)
+            q, k, v = qkv.split([qk, qk, self.d_model], dim=-1)
+            return self._heads(q, self.d_k), self._heads(k, self.d_k), self._heads(v, self.d_v)
+        return (self.project_query(query), *self.project_key_value(key, value))
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
@@ -128,10 +148,10 @@ class MultiHeadAttention(nn.Module):
         B, Lq, Lk = query.shape[0], query.shape[1], key.shape[1]
         if mask is not None:
             mask = check_mask(mask, (B, self.n_heads, Lq, Lk), "mask")
-        q, k, v = self._project(query, key, value)   # (B, h, L_q, d_k), (B, h, L_k, d_k) x 2
+        q, k, v = self.project(query, key, value)   # (B, h, L_q, d_k), (B, h, L_k, d_k) x 2
 
         if self.store_weights:                       # explicit path: keep the weights
-            z, weights = attention(q, k, v, mask, self.attn_dropout)    # (B, h, L_q, d_k), (B, h, L_q, L_k)
+            z, weights = attention(q, k, v, mask, self.attn_dropout)    # (B, h, L_q, d_v), (B, h, L_q, L_k)
             self.last_weights = weights.detach()
         else:                                        # fast path: PyTorch's fused kernel
             self.last_weights = None
@@ -144,12 +164,13 @@ class MultiHeadAttention(nn.Module):
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                dropout_p=self.dropout if self.training else 0.0)
             if keep is not None:
-                z = z.masked_fill(~keep, 0.0)         # (B, h, L_q, d_k)
+                z = z.masked_fill(~keep, 0.0)         # (B, h, L_q, d_v)
         z = z.transpose(1, 2).reshape(B, Lq, self.d_model)   # concatenate the heads: (B, L_q, d_model)
         return self.out_proj(z)                             # W_O: (B, L_q, d_model)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}, dropout={self.dropout}"
+        d_v = f", d_v={self.d_v}" if self.d_v != self.d_k else ""
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}{d_v}, dropout={self.dropout}"
 
 
 def load_torch_mha_weights(ours: MultiHeadAttention, torch_mha: nn.MultiheadAttention) -> MultiHeadAttention:
@@ -171,6 +192,9 @@ def load_torch_mha_weights(ours: MultiHeadAttention, torch_mha: nn.MultiheadAtte
     if (torch_mha.embed_dim, torch_mha.num_heads) != (ours.d_model, ours.n_heads):
         raise ValueError(f"`torch_mha` has embed_dim={torch_mha.embed_dim}, num_heads={torch_mha.num_heads}; "
                          f"`ours` has d_model={ours.d_model}, n_heads={ours.n_heads}")
+    if ours.d_k != ours.d_v:
+        raise ValueError(f"`ours` has d_k={ours.d_k} and d_v={ours.d_v}; torch.nn.MultiheadAttention "
+                         f"has one head width for both")
     if not torch_mha._qkv_same_embed_dim or torch_mha.bias_k is not None or torch_mha.add_zero_attn:
         raise ValueError("`torch_mha` must have kdim = vdim = embed_dim, add_bias_kv=False, add_zero_attn=False")
     if (torch_mha.in_proj_bias is None) != (ours.in_proj.bias is None):

@@ -8,6 +8,8 @@ __all__ = ['count_parameters', 'mha_parameter_count', 'ffn_parameter_count', 'en
            'decoder_layer_parameter_count', 'transformer_parameter_count', 'transformer_flops']
 
 # %% ../chapters/09_parameter_counting.ipynb #7f9b6059
+from typing import Optional
+
 from torch import nn
 
 from .model import TransformerConfig
@@ -37,10 +39,14 @@ def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 
-def mha_parameter_count(d_model: int, bias: bool = True) -> int:
-    """Parameters of one `MultiHeadAttention`: `4 d^2` weights (W_Q, W_K, W_V, W_O) `+ 4 d` biases."""
+def mha_parameter_count(d_model: int, bias: bool = True, qk_width: Optional[int] = None) -> int:
+    """Parameters of one `MultiHeadAttention`: `4 d^2` weights (W_Q, W_K, W_V, W_O) `+ 4 d` biases.
+
+    `qk_width` is `h * d_k` when the queries and keys are narrower than `d_model` (`d_k=`):
+    W_Q and W_K are then `d x qk_width` each, with `qk_width` biases each."""
     _check_sizes(d_model=d_model)
-    return 4 * d_model**2 + (4 * d_model if bias else 0)
+    qk = d_model if qk_width is None else qk_width
+    return 2 * d_model * qk + 2 * d_model**2 + ((2 * qk + 2 * d_model) if bias else 0)
 
 
 def ffn_parameter_count(d_model: int, d_ff: int) -> int:
@@ -49,14 +55,14 @@ def ffn_parameter_count(d_model: int, d_ff: int) -> int:
     return 2 * d_model * d_ff + d_ff + d_model
 
 
-def encoder_layer_parameter_count(d_model: int, d_ff: int) -> int:
+def encoder_layer_parameter_count(d_model: int, d_ff: int, qk_width: Optional[int] = None) -> int:
     """Parameters of one `EncoderLayer`: attention + FFN + 2 LayerNorms (`2 d` each)."""
-    return mha_parameter_count(d_model) + ffn_parameter_count(d_model, d_ff) + 2 * 2 * d_model
+    return mha_parameter_count(d_model, qk_width=qk_width) + ffn_parameter_count(d_model, d_ff) + 2 * 2 * d_model
 
 
-def decoder_layer_parameter_count(d_model: int, d_ff: int) -> int:
+def decoder_layer_parameter_count(d_model: int, d_ff: int, qk_width: Optional[int] = None) -> int:
     """Parameters of one `DecoderLayer`: 2 attentions + FFN + 3 LayerNorms."""
-    return 2 * mha_parameter_count(d_model) + ffn_parameter_count(d_model, d_ff) + 3 * 2 * d_model
+    return 2 * mha_parameter_count(d_model, qk_width=qk_width) + ffn_parameter_count(d_model, d_ff) + 3 * 2 * d_model
 
 
 def transformer_parameter_count(config: TransformerConfig) -> int:
@@ -78,8 +84,9 @@ def transformer_parameter_count(config: TransformerConfig) -> int:
     c, d = config, config.d_model
     embeddings = c.src_vocab_size * d + (0 if c.share_embeddings else c.tgt_vocab_size * d)
     output = 0 if c.tie_output else c.tgt_vocab_size * d
-    encoder = c.n_encoder_layers * encoder_layer_parameter_count(d, c.d_ff)
-    decoder = c.n_decoder_layers * decoder_layer_parameter_count(d, c.d_ff)
+    qk = None if c.d_k is None else c.n_heads * c.d_k                # row (B) of Table 3: narrower keys
+    encoder = c.n_encoder_layers * encoder_layer_parameter_count(d, c.d_ff, qk)
+    decoder = c.n_decoder_layers * decoder_layer_parameter_count(d, c.d_ff, qk)
     final_norms = 2 * 2 * d if c.has_final_norm else 0
     positions = c.max_len * d if c.positions == "learned" else 0
     return embeddings + output + encoder + decoder + final_norms + positions
@@ -90,7 +97,8 @@ def transformer_flops(config: TransformerConfig, src_len: int, tgt_len: int, tra
 
     Counts `2 m n k` per product: the weight matrices (encoder on `src_len` tokens, decoder and
     output layer on `tgt_len` tokens, cross-attention keys/values on `src_len` memory vectors)
-    and the attention products `Q K^T` and `A V` (`4 L_q L_k d_model` per attention layer).
+    and the attention products `Q K^T` and `A V` (`4 L_q L_k d_model` per attention layer;
+    `2 L_q L_k (h d_k + d_model)` with narrower keys, `config.d_k`).
     Bias additions, LayerNorm and softmax are not counted. The backward pass is counted as twice
     the forward.
 
@@ -107,11 +115,12 @@ def transformer_flops(config: TransformerConfig, src_len: int, tgt_len: int, tra
         raise TypeError(f"`config` must be a TransformerConfig, got {type(config).__name__}")
     _check_sizes(src_len=src_len, tgt_len=tgt_len)
     c, d, S, T = config, config.d_model, src_len, tgt_len
+    qk = d if c.d_k is None else c.n_heads * c.d_k                  # width of all queries (keys)
     ffn = 2 * d * c.d_ff
-    encoder = c.n_encoder_layers * (2 * (4 * d * d + ffn) * S + 4 * S * S * d)
-    decoder = c.n_decoder_layers * (2 * (6 * d * d + ffn) * T       # self-attn W_Q,K,V,O; cross W_Q,W_O; FFN
-                                    + 2 * (2 * d * d) * S            # cross-attention W_K, W_V on the memory
-                                    + 4 * T * T * d + 4 * T * S * d)  # attention products
+    encoder = c.n_encoder_layers * (2 * (2 * d * qk + 2 * d * d + ffn) * S + 2 * S * S * (qk + d))
+    decoder = c.n_decoder_layers * (2 * (3 * d * qk + 3 * d * d + ffn) * T   # self W_Q,K,V,O; cross W_Q,W_O; FFN
+                                    + 2 * (d * qk + d * d) * S                # cross-attention W_K, W_V on the memory
+                                    + 2 * (T * T + T * S) * (qk + d))         # attention products
     output = 2 * d * c.tgt_vocab_size * T
     forward = encoder + decoder + output
     return 3 * forward if training else forward
