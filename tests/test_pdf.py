@@ -573,9 +573,6 @@ def test_links_land_where_they_say(pdfs, language):
 
 
 @pytest.mark.parametrize("language", PDFS)
-@pytest.mark.xfail(strict=False, reason=(
-    "open: the first citation of a paper lands on its bibliography entry, later ones of the same paper "
-    "land in chapter text (47 of 77 in English when last measured)"))
 def test_citations_land_in_the_bibliography(pdfs, language):
     reader, _ = pdfs[language]
     chapters = _chapters(reader)

@@ -276,7 +276,8 @@
       const id = m[2] && decodeURIComponent(m[2]);
       let target = null;
       if (id && a.closest(".bibtex-citation")) {          // a citation: its entry in the bibliography
-        target = entries.get(id) || document.querySelector(`[role="doc-biblioentry"][id="${CSS.escape(id)}"]`);
+        // the entry: role doc-biblioentry (older docutils) or listitem (docutils 0.21), class "citation"
+        target = entries.get(id) || document.querySelector(`.citation[id="${CSS.escape(id)}"], [role="doc-biblioentry"][id="${CSS.escape(id)}"]`);
         if (target && ids.get(id) > 1 && target.id === id) { target.id = `print-bib-${id}`; ids.set(target.id, 1); }
         if (target) entries.set(id, target);          // the next citation of it finds it renamed
       }
