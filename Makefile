@@ -16,7 +16,7 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
 PYTEST_ARGS ?=
 
-.PHONY: help venv export vendor book translations notebooks lab test test-quick test-other-cpu unit nbval bench execute train clean web-model
+.PHONY: help venv export vendor book translations notebooks lab test test-quick test-other-cpu unit nbval bench table3 execute train clean web-model
 
 help:
 	@echo "make book   build the HTML book into _build/html (the Chinese edition into _build/html/zh)"
@@ -33,6 +33,7 @@ help:
 	@echo "make notebooks  write the runner editions (plain notebooks for Colab, Binder, Jupyter) to _build/notebooks"
 	@echo "make execute NB=chapters/01_qkv_attention.ipynb   re-run a chapter in a fresh kernel, then the chapters that read what it writes"
 	@echo "make bench  run the benchmarks in benchmarks/"
+	@echo "make table3  rerun the paper's Table 3 (chapter 12): the rows missing from results/table3.json (ROW=A-h1: one row)"
 	@echo "make web-model  re-export chapter 12b's in-browser model from the run in runs/cpu-full (make train PRESET=cpu-full;"
 	@echo "           WEB_RUN=... another run), its record copied into results/cpu-full-web"
 	@echo "make train  train the cpu preset on Multi30k (minutes; PRESET=cpu-full: the recorded run of chapter 12;"
@@ -219,7 +220,7 @@ QUICK_DESELECT := \
 	--deselect tests/test_publish.py::test_install_cell_installs_the_package_in_a_fresh_venv
 test-quick: export
 	$(PY) -m pytest tests -m "not book and not browser and not acceptance" -p no:nbval --durations=10 \
-	  $(QUICK_DESELECT) $(PYTEST_ARGS)
+	  -n $(WORKERS) $(QUICK_DESELECT) $(PYTEST_ARGS)
 	@chapters="$$($(BOOKTOOLS) execute --changed $(QUICK_BASE))" || exit 2; \
 	  if [ -z "$$chapters" ]; then echo "no chapter changed since $(QUICK_BASE): none to run under nbval"; \
 	  else echo "strict nbval of:" $$chapters; $(PY) -m pytest $$chapters $(NBVAL_ARGS) -p no:cacheprovider; fi
@@ -236,6 +237,12 @@ execute: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The paper's Table 3 rerun (chapter 12, results/table3.json): every row not yet in the file, two at a
+# time on one thread each (about an hour on 2 cores); ROW=A-h1 runs (or reruns) that row alone.
+ROW ?=
+table3: $(STAMP)
+	$(PY) scripts/table3.py $(if $(ROW),--row $(ROW))
 
 # The cpu preset of chapter 11b: metrics.jsonl, summary.json, checkpoint.pt into runs/cpu
 # (git-ignored). Data: the folder in TRANSFORMER_DATA_DIR, else the cache, else a download.

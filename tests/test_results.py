@@ -4,6 +4,7 @@ Chapter 11b prints the model-size sweep from `results/size_sweep.json`; chapter 
 recorded CPU run from `results/cpu-full/summary.json`. These tests read the stored outputs of
 those chapters and check every printed number against the files, so a stale table (or a
 number typed in by hand) fails."""
+import importlib.util
 import json
 import math
 
@@ -89,6 +90,43 @@ def test_sweep_is_a_fair_comparison(name):
     times = [r["steps"] * r["probe_s_per_step"] for r in sweep["rows"]]
     assert all(abs(t - sweep["budget_s"]) <= r["probe_s_per_step"] for t, r in zip(times, sweep["rows"]))
     assert len({(r["d_model"], r["layers"]) for r in sweep["rows"]}) == len(sweep["rows"])
+
+
+def _table3_script():
+    spec = importlib.util.spec_from_file_location("table3", ROOT / "scripts" / "table3.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_table3_holds_every_row_with_its_seed_and_machine():
+    """The rerun of the paper's Table 3: every row the script defines, all of one budget and one
+    machine, the base row over three seeds."""
+    script = _table3_script()
+    table = json.loads((RESULTS / "table3.json").read_text())
+    rows = table["rows"]
+    assert set(rows) == set(script.ROWS), set(script.ROWS) ^ set(rows)
+    assert len({r["seed"] for r in rows.values() if r["group"] == "base"}) >= 3
+    for name, r in rows.items():
+        group, change, model_fields, recipe, seed = script.ROWS[name]
+        assert (r["group"], r["change"], r["model_fields"], r["recipe_fields"], r["seed"]) == \
+               (group, change, model_fields, recipe, seed), name
+        assert r["steps"] == table["steps"], f"{name}: {r['steps']} steps, the table's budget is {table['steps']}"
+        assert r["threads"] == 1 and r["precision"] in ("bf16", "fp32") and r["hardware"]["cpu"]
+        assert r["date"] and r["command"] == f"python scripts/table3.py --row {name} --steps {table['steps']}"
+        assert math.isclose(r["val_ppl"], math.exp(r["val_nll"]))
+        assert 0 < r["val_bleu_greedy"] < 100 and 0 < r["val_bleu_beam"] < 100
+    assert len({(r["hardware"]["cpu"], r["precision"], r["hardware"]["torch"]) for r in rows.values()}) == 1
+    assert table["sessions"] and all(s["wall_s"] > 0 for s in table["sessions"])
+
+
+def test_chapter_12_prints_table3():
+    table = json.loads((RESULTS / "table3.json").read_text())
+    lines = _outputs("12_results_and_attention.ipynb")
+    for name, r in table["rows"].items():
+        row = _line(lines, name + " ")
+        for value in (r["val_ppl"], r["val_bleu_greedy"], r["val_bleu_beam"]):
+            assert f"{value:.2f}" in row.split("|")[0], (name, value, row)
 
 
 BENCH = ROOT / "benchmarks" / "results"
