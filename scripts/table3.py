@@ -109,9 +109,15 @@ def _read(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {"rows": {}}
 
 
-def _write_row(path: Path, record: dict, steps: int) -> None:
+def _lock(runs: Path):
+    """The lock two row processes take in turn to rewrite the results file (kept with the runs)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    return open(runs / "results.lock", "w")
+
+
+def _write_row(path: Path, record: dict, steps: int, runs: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    with _lock(runs) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)               # two rows finishing at once: one after the other
         _merge_row(path, record, steps)
 
@@ -147,7 +153,7 @@ def main() -> None:
         return
     if args.row:
         record = run_row(args.row, args.steps, args.runs)
-        _write_row(args.out, record, args.steps)
+        _write_row(args.out, record, args.steps, args.runs)
         print(json.dumps({k: record[k] for k in ("row", "val_ppl", "val_bleu_greedy", "val_bleu_beam",
                                                  "train_time_s")}), flush=True)
         return
@@ -166,7 +172,7 @@ def main() -> None:
             running.remove(p)
             if p.returncode != 0:
                 print(f"a row failed (exit {p.returncode}): {p.args[3]}", file=sys.stderr, flush=True)
-    with open(args.out.with_suffix(".lock"), "w") as lock:
+    with _lock(args.runs) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         table = _read(args.out)
         table.setdefault("sessions", []).append({"jobs": args.jobs, "wall_s": time.time() - started,
