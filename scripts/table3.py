@@ -38,12 +38,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "table3.json"
 RUNS = ROOT / "runs" / "table3"
 STEPS = 615                 # every row's optimiser steps: the `cpu` preset's budget (2.5 epochs of Multi30k)
-BEAM = dict(beam_size=4, length_penalty=0.6)   # the paper's beam search (§6.1)
+BEAM_SIZE, LENGTH_PENALTY = 4, 0.6            # the paper's beam search (§6.1)
 
 # name -> (group, what changes, model fields, recipe fields, seed)
 ROWS: dict[str, tuple[str, str, dict, dict, int]] = {
@@ -81,17 +82,20 @@ def row_config(name: str, steps: int = STEPS):
 
 def run_row(name: str, steps: int, runs: Path = RUNS) -> dict:
     """Train one row and score it on the validation set; return its record."""
+    from transformer_lib import Transformer
     from transformer_lib.training import (corpus_bleu, hardware_info, multi30k_data, native_bf16, run_training,
                                           translate)
     cfg = row_config(name, steps)
     data = multi30k_data(cfg, tokenizer_path=ROOT / "runs" / "multi30k_bpe8k.json")
     t0 = time.perf_counter()
-    model, s = run_training(cfg, data, runs / name, progress=False, final_eval=())
+    trained, s = run_training(cfg, data, runs / name, progress=False, final_eval=())
+    model = cast(Transformer, trained)                 # the selected weights, in eval mode
     train_wall = time.perf_counter() - t0
     sources, refs = [x for x, _ in data.val_pairs], [y for _, y in data.val_pairs]
     t1 = time.perf_counter()
     greedy, _ = corpus_bleu(translate(model, sources, data, method="greedy"), refs)
-    beam, signature = corpus_bleu(translate(model, sources, data, method="beam", **BEAM), refs)
+    beam, signature = corpus_bleu(translate(model, sources, data, method="beam", beam_size=BEAM_SIZE,
+                                            length_penalty=LENGTH_PENALTY), refs)
     group, label, model_fields, recipe, seed = ROWS[name]
     return {"row": name, "group": group, "change": label, "model_fields": model_fields, "recipe_fields": recipe,
             "seed": seed, "steps": s["steps"], "epochs": s["epochs"], "parameters": s["parameters"],
@@ -131,7 +135,7 @@ def _merge_row(path: Path, record: dict, steps: int) -> None:
     table.update({
         "question": "Table 3 of the paper at Multi30k scale: validation perplexity and BLEU of one-change "
                     "variants of one base model, after the same number of steps",
-        "steps": steps, "beam": BEAM, "data": "Multi30k de-en, 29,000 training pairs; validation: 1,014 pairs",
+        "steps": steps, "beam": {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}, "data": "Multi30k de-en, 29,000 training pairs; validation: 1,014 pairs",
         "commit": commit})
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(table, indent=2, ensure_ascii=False) + "\n")
@@ -159,19 +163,19 @@ def main() -> None:
         return
     started = time.time()
     todo = [n for n in ROWS if n not in _read(args.out)["rows"]]
-    running: list[subprocess.Popen] = []
+    running: dict[subprocess.Popen, str] = {}          # a row's process -> the row
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     while todo or running:
         while todo and len(running) < args.jobs:
             name = todo.pop(0)
             print(f"start {name}", flush=True)
-            running.append(subprocess.Popen([sys.executable, __file__, "--row", name, "--steps", str(args.steps),
-                                             "--out", str(args.out), "--runs", str(args.runs)], env=env))
+            running[subprocess.Popen([sys.executable, __file__, "--row", name, "--steps", str(args.steps),
+                                      "--out", str(args.out), "--runs", str(args.runs)], env=env)] = name
         time.sleep(2)
         for p in [p for p in running if p.poll() is not None]:
-            running.remove(p)
+            name = running.pop(p)
             if p.returncode != 0:
-                print(f"a row failed (exit {p.returncode}): {p.args[3]}", file=sys.stderr, flush=True)
+                print(f"a row failed (exit {p.returncode}): {name}", file=sys.stderr, flush=True)
     with _lock(args.runs) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         table = _read(args.out)
