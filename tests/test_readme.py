@@ -74,7 +74,14 @@ FIXED: dict[str, str] = {
     "900": "a setting: nbval's cell limit (--nbval-cell-timeout=900)",
     "200": "the suite's own time: 11b's training cell alone, measured (CONTRIBUTING: two processes)",
     "3,915": "the suite's own time in one process, measured (CONTRIBUTING: two processes)",
-    "2,168": "the suite's own time in two processes, measured (CONTRIBUTING: two processes)",
+    "29.5": "the suite's own time: .ci/run on a fresh clone, measured (CONTRIBUTING: two processes)",
+    "1,770": "the suite's own time: make test on a fresh clone, measured (CONTRIBUTING: two processes)",
+    "1,017": "the suite's own time: its two-process pass, measured (CONTRIBUTING: two processes)",
+    "466": "the suite's own time: the training chapters, measured (CONTRIBUTING: two processes)",
+    "88": "the suite's own time: the first other-processor pass, measured (CONTRIBUTING: two processes)",
+    "114": "the suite's own time: the second other-processor pass, measured (CONTRIBUTING: two processes)",
+    "78": "the quick tier's own time, measured on a quiet machine (CONTRIBUTING: the quick tier)",
+    "72": "the quick tier's tests' own time, measured on a quiet machine (CONTRIBUTING: the quick tier)",
 }
 
 
