@@ -327,14 +327,10 @@ class Transformer(nn.Module):
         """Target token ids `(B, T)` -> `(B, T, d_model)`, as `embed_src`; the tokens sit at
         positions `offset .. offset + T - 1` (an incremental decoder feeds one position at a time)."""
         x = self.tgt_embed(tgt) * self.embed_scale                      # (B, T, d_model)
-        if offset == 0:
-            return self.positional(x)
         T = tgt.shape[1]
-        if offset < 0 or offset + T > self.config.max_len:
+        if offset != 0 and (offset < 0 or offset + T > self.config.max_len):
             raise ValueError(f"positions {offset}..{offset + T - 1} are outside 0..{self.config.max_len - 1} (max_len)")
-        table = (self.positional.pe if isinstance(self.positional, PositionalEncoding)
-                 else self.positional.embedding.weight)                  # (max_len, d_model)
-        return self.positional.dropout(x + table[offset:offset + T].to(x.dtype))
+        return self.positional(x, offset)
 
     def project(self, h: Tensor) -> Tensor:
         """Decoder states `(B, T, d_model)` -> logits over the target vocabulary `(B, T, V)`."""

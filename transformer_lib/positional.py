@@ -23,6 +23,8 @@ def _check_even_width(name: str, value: int) -> int:
 
 def _check_positions(x: object, d_model: int, max_len: int, owner: str, offset: int = 0,
                      width_name: str = "d_model") -> Tensor:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"`offset` must be a non-negative int, got {offset!r}")
     if not isinstance(x, Tensor):
         raise TypeError(f"`x` must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -86,10 +88,12 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Args: x `(B, L, d_model)`. Returns: `dropout(x + PE[:L])`, same shape and dtype."""
-        _check_positions(x, self.d_model, self.max_len, "PositionalEncoding")
-        pe = self.pe[: x.shape[-2]].to(dtype=x.dtype)                    # (L, d_model), broadcast over B
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Args: x `(B, L, d_model)`, its rows at positions `offset .. offset + L - 1` (an
+        incremental decoder feeds one position at a time). Returns: `dropout(x + PE[offset:offset + L])`,
+        same shape and dtype."""
+        _check_positions(x, self.d_model, self.max_len, "PositionalEncoding", offset)
+        pe = self.pe[offset:offset + x.shape[-2]].to(dtype=x.dtype)      # (L, d_model), broadcast over B
         return self.dropout(x + pe)
 
     def extra_repr(self) -> str:
@@ -117,10 +121,11 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.embedding.weight, std=0.02)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Args: x `(B, L, d_model)`. Returns: `dropout(x + P[:L])`, same shape and dtype."""
-        _check_positions(x, self.d_model, self.max_len, "LearnedPositionalEmbedding")
-        p = self.embedding.weight[: x.shape[-2]].to(dtype=x.dtype)      # (L, d_model)
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Args: x `(B, L, d_model)` at positions `offset .. offset + L - 1`. Returns:
+        `dropout(x + P[offset:offset + L])`, same shape and dtype."""
+        _check_positions(x, self.d_model, self.max_len, "LearnedPositionalEmbedding", offset)
+        p = self.embedding.weight[offset:offset + x.shape[-2]].to(dtype=x.dtype)   # (L, d_model)
         return self.dropout(x + p)
 
 # %% ../chapters/04b_relative_positions.ipynb #c6bab531
@@ -156,8 +161,6 @@ class RotaryEmbedding(nn.Module):
 
         Computed in float32 and returned in `x`'s dtype. `offset` serves incremental decoding.
         """
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"`offset` must be a non-negative int, got {offset!r}")
         _check_positions(x, self.d_head, self.max_len, "RotaryEmbedding", offset, "d_head")
         L = x.shape[-2]
         cos = self.cos[offset: offset + L]                    # (L, d_head/2)
