@@ -16,7 +16,7 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 NPM_PKGS := mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
 PYTEST_ARGS ?=
 
-.PHONY: help venv export vendor book translations notebooks lab test test-quick test-other-cpu unit nbval bench table3 execute train clean web-model
+.PHONY: help venv export vendor book translations notebooks lab lint format test test-quick test-other-cpu unit nbval bench table3 execute train clean web-model
 
 help:
 	@echo "make book   build the HTML book into _build/html (the Chinese edition into _build/html/zh)"
@@ -26,6 +26,8 @@ help:
 	@echo "           it prints its 25 slowest tests"
 	@echo "make test-quick  the quick tier (minutes): unit, translation and lint checks, then strict nbval of the chapters"
 	@echo "           changed since QUICK_BASE (default HEAD: not yet committed), those out of date, and their readers"
+	@echo "make lint   ruff over the package, tools, tests, benchmarks and chapters at the printed width (88);"
+	@echo "           make format  formats them (the chapters with nbdev's #| lines kept)"
 	@echo "make lab    open the chapters' runner editions in JupyterLab (LAB_ARGS='--no-browser --port=8890' ...);"
 	@echo "           both languages: NN.ipynb in English, NN.zh.ipynb in Chinese (EDITIONS=zh_CN: only the Chinese ones)"
 	@echo "           LAB_DIR=chapters opens the MyST sources, for editing them"
@@ -50,8 +52,11 @@ $(STAMP): requirements.txt pyproject.toml book/pyproject.toml
 
 venv: $(STAMP)
 
+# nbdev writes the package from the chapters; then its own lines (module docstrings, __all__)
+# are brought to the chapters' 88 columns (scripts/export_hooks/transformer_book_export.py)
 export: $(STAMP)
 	$(VENV)/bin/nbdev-export
+	$(PY) -m transformer_book_export
 
 $(VENDOR_STAMP):
 	@rm -rf $(VENDOR) && mkdir -p $(VENDOR)
@@ -153,7 +158,22 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sani
 WORKERS ?= 2
 TRAINING_NB := chapters/11a_data.ipynb chapters/11b_training.ipynb chapters/11c_train_cli.ipynb \
 	chapters/12_results_and_attention.ipynb chapters/12b_in_the_browser.ipynb
-test: export vendor
+# Ruff at the printed code column (pyproject.toml: 88): `ruff check` over everything, the
+# chapters' code cells included; `ruff format --check` over the Python files (the chapters
+# are formatted by `make format`, which keeps nbdev's `#|` lines as they are).
+RUFF = $(VENV)/bin/ruff
+NOTEBOOKS = $(wildcard chapters/*.ipynb)
+lint: $(STAMP)
+	$(RUFF) check .
+	$(RUFF) format --check .
+
+format: $(STAMP)
+	$(RUFF) format .
+	sed -i 's/"#|/"#:|/g' $(NOTEBOOKS); $(RUFF) format $(NOTEBOOKS); status=$$?; \
+	  sed -i 's/"#:|/"#|/g' $(NOTEBOOKS); exit $$status
+	$(RUFF) check $(NOTEBOOKS)
+
+test: lint export vendor
 	$(PY) -m pytest tests chapters $(NBVAL_ARGS) -n $(WORKERS) --durations=25 $(addprefix --ignore=,$(TRAINING_NB)) $(PYTEST_ARGS)
 	$(PY) -m pytest $(TRAINING_NB) $(NBVAL_ARGS) --durations=10 $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-cpu
@@ -218,7 +238,7 @@ QUICK_DESELECT := \
 	--deselect tests/test_mpl_backend.py::test_execute_displays_figures_under_agg \
 	--deselect tests/test_mpl_backend.py::test_without_the_root_conftest_the_figure_is_missing \
 	--deselect tests/test_publish.py::test_install_cell_installs_the_package_in_a_fresh_venv
-test-quick: export
+test-quick: lint export
 	$(PY) -m pytest tests -m "not book and not browser and not acceptance" -p no:nbval --durations=10 \
 	  -n $(WORKERS) $(QUICK_DESELECT) $(PYTEST_ARGS)
 	@chapters="$$($(BOOKTOOLS) execute --changed $(QUICK_BASE))" || exit 2; \

@@ -1,7 +1,9 @@
-"""Build the book's editions: English at the root of _build/html, Chinese under _build/html/zh.
+"""Build the book's editions: English at the root of _build/html, Chinese under
+_build/html/zh.
 
-The command line of `booktools.build` (book/booktools/build.py), where its documentation is.
-"""
+The command line of `booktools.build` (book/booktools/build.py), where its documentation
+is."""
+
 import sys
 
 from booktools.cli import main

@@ -1,12 +1,14 @@
-"""Write the book's static figures (those outside the notebooks) from book/booktools/diagrams.py.
+"""Write the book's static figures (those outside the notebooks) from
+book/booktools/diagrams.py.
 
     python scripts/make_figures.py          # (re)write book/figures/*.svg
-    python scripts/make_figures.py --check  # fail if a committed figure differs from the code
+    python scripts/make_figures.py --check  # fail if a committed figure is stale
 
-The chapters draw their diagrams in hidden cells (re-run by nbval); the introduction is a
-Markdown page, so its overview figure is generated here and embedded inline (its parts are
-links to the chapters). tests/test_diagrams.py runs the check.
+The chapters draw their diagrams in hidden cells (re-run by nbval); the introduction is
+a Markdown page, so its overview figure is generated here and embedded inline (its parts
+are links to the chapters). tests/test_diagrams.py runs the check.
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,7 +36,10 @@ def main(argv: list[str]) -> int:
             path.write_text(svg, encoding="utf-8", newline="\n")
             print(f"wrote {path.relative_to(ROOT)} ({len(svg):,} bytes)")
     if stale:
-        print(f"out of date: {stale}; run `python scripts/make_figures.py`", file=sys.stderr)
+        print(
+            f"out of date: {stale}; run `python scripts/make_figures.py`",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -2,6 +2,7 @@
 
 The command line of `booktools.pdf` (book/booktools/pdf.py), where its documentation is.
 """
+
 import sys
 
 from booktools.cli import main

@@ -3,6 +3,7 @@
 `booktools nbpercent` (book/booktools/cli.py), the command line of `booktools.nbpercent`
 (book/booktools/nbpercent.py), where its documentation is.
 """
+
 import sys
 
 from booktools.cli import main

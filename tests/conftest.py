@@ -1,22 +1,31 @@
 """Shared test settings: deterministic, single-threaded, CPU."""
+
 import os
 import pathlib
 
 import pytest
 import torch
 
-from booktools.loopback import serve  # noqa: F401  (the browser tests import it from here)
+# the browser tests import it from here
+from booktools.loopback import serve  # noqa: F401
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-# The book's address setting (book/booktools/site.py) for what the suite builds: a publishing build
-# (BOOK_PUBLISH=1, which refuses a placeholder) of a repository that is not this checkout's remote.
+# The book's address setting (book/booktools/site.py) for what the suite builds: a
+# publishing build (BOOK_PUBLISH=1, which refuses a placeholder) of a repository that is
+# not this checkout's remote.
 TEST_REPOSITORY = "book-tests/the-transformer-built"
 
 
 def publishing_env(**extra: str) -> dict:
-    """The environment of a build for publishing, with the address set as the workflow sets it."""
-    return {**os.environ, "BOOK_REPOSITORY": TEST_REPOSITORY, "BOOK_PUBLISH": "1", **extra}
+    """The environment of a build for publishing, with the address set as the workflow
+    sets it."""
+    return {
+        **os.environ,
+        "BOOK_REPOSITORY": TEST_REPOSITORY,
+        "BOOK_PUBLISH": "1",
+        **extra,
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -27,8 +36,10 @@ def _seed_and_threads():
 
 
 def chromium_path() -> "str | None":
-    """The system Chromium (what the browser tests drive through Playwright), or None."""
+    """The system Chromium (what the browser tests drive through Playwright), or
+    None."""
     import shutil
+
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):
             return shutil.which(name)

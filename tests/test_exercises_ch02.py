@@ -1,4 +1,6 @@
-"""Chapter 2's checks name each mistake they claim to catch, and pass the right answers."""
+"""Chapter 2's checks name each mistake they claim to catch, and pass the right
+answers."""
+
 import math
 
 import pytest
@@ -13,7 +15,7 @@ def _verdict(ex, answer):
     return v
 
 
-# ---- exercise 1: the scale for components of variance sigma^2 ----------------------------------
+# ---- exercise 1: the scale for components of variance sigma^2 ------------------------
 
 UNIT_SCALE_MISTAKES = {
     "sigma once": (lambda d, s: 1 / (s * math.sqrt(d)), "counted σ once"),
@@ -27,7 +29,8 @@ UNIT_SCALE_MISTAKES = {
 
 def test_ex1_right_answer_passes():
     assert _verdict(ch02.ex1, lambda d_k, sigma: 1 / (sigma**2 * math.sqrt(d_k))).ok
-    assert _verdict(ch02.ex1, lambda d_k, sigma: torch.tensor(sigma**-2 * d_k**-0.5)).ok   # a 0-d tensor is a number
+    # a 0-d tensor is a number
+    assert _verdict(ch02.ex1, lambda d_k, sigma: torch.tensor(sigma**-2 * d_k**-0.5)).ok
 
 
 @pytest.mark.parametrize("name", UNIT_SCALE_MISTAKES)
@@ -38,7 +41,7 @@ def test_ex1_names_each_mistake(name):
 
 
 def test_ex1_raises_and_wrong_type():
-    v = _verdict(ch02.ex1, lambda d_k: 1 / math.sqrt(d_k))                  # forgot the second argument
+    v = _verdict(ch02.ex1, lambda d_k: 1 / math.sqrt(d_k))  # forgot the second argument
     assert not v.ok and "raised TypeError" in v.message
     v = _verdict(ch02.ex1, lambda d_k, sigma: "1/(sigma^2 sqrt(d_k))")
     assert not v.ok and "should be a finite number" in v.message
@@ -48,7 +51,7 @@ def test_ex1_raises_and_wrong_type():
     assert not v.ok and "should be a function" in v.message
 
 
-# ---- exercise 2: the variance of q.k / d_k -----------------------------------------------------
+# ---- exercise 2: the variance of q.k / d_k -------------------------------------------
 
 VAR_MISTAKES = {
     "the std": (lambda d: 1 / math.sqrt(d), "standard deviation"),
@@ -71,15 +74,17 @@ def test_ex2_names_each_mistake(name):
 
 
 def test_ex2_raises_and_wrong_type():
-    v = _verdict(ch02.ex2, lambda d_k: 1 / (d_k - 1))                       # fails at d_k = 1
-    assert not v.ok and ("raised ZeroDivisionError" in v.message or "expected" in v.message)
+    v = _verdict(ch02.ex2, lambda d_k: 1 / (d_k - 1))  # fails at d_k = 1
+    assert not v.ok and (
+        "raised ZeroDivisionError" in v.message or "expected" in v.message
+    )
     v = _verdict(ch02.ex2, lambda d_k: None)
     assert not v.ok and "should be a finite number; got None" in v.message
     v = _verdict(ch02.ex2, lambda d_k: float("nan"))
     assert not v.ok and "should be a finite number" in v.message
 
 
-# ---- exercise 3: the largest score of additive attention ---------------------------------------
+# ---- exercise 3: the largest score of additive attention -----------------------------
 
 BOUND_MISTAKES = {
     "L2 norm": (lambda w: w.norm(), "‖w‖₂"),
@@ -105,23 +110,33 @@ def test_ex3_names_each_mistake(name):
 def test_ex3_raises_and_wrong_type():
     v = _verdict(ch02.ex3, lambda w: w.abs().sum(dim=1))
     assert not v.ok and "raised IndexError" in v.message
-    v = _verdict(ch02.ex3, lambda w: w.abs())                                # a tensor, not a number
+    v = _verdict(ch02.ex3, lambda w: w.abs())  # a tensor, not a number
     assert not v.ok and "should be a finite number" in v.message
 
 
-# ---- the issue's examples: NumPy scalars are numbers; a table of the check's own cases fails ------
+# ---- the issue's examples: NumPy scalars are numbers; a table of the check's own cases
+# fails
+
 
 def test_numpy_scalars_are_numbers():
     import numpy as np
-    assert _verdict(ch02.ex1, lambda d_k, sigma: np.float64(1 / (sigma**2 * math.sqrt(d_k)))).ok
+
+    assert _verdict(
+        ch02.ex1, lambda d_k, sigma: np.float64(1 / (sigma**2 * math.sqrt(d_k)))
+    ).ok
     assert _verdict(ch02.ex2, lambda d_k: np.float32(1 / d_k)).ok
     assert _verdict(ch02.ex3, lambda w: np.float64(w.abs().sum().item())).ok
-    assert _verdict(ch02.ex3, lambda w: w.abs().sum().numpy()).ok              # a 0-d NumPy array too
+    # a 0-d NumPy array too
+    assert _verdict(ch02.ex3, lambda w: w.abs().sum().numpy()).ok
 
 
 def test_a_table_of_the_checks_own_cases_fails():
     seen = {}
-    assert ch02.ex1.check(lambda d_k, sigma: seen.setdefault((d_k, sigma), 1 / (sigma**2 * math.sqrt(d_k)))).ok
+    assert ch02.ex1.check(
+        lambda d_k, sigma: seen.setdefault(
+            (d_k, sigma), 1 / (sigma**2 * math.sqrt(d_k))
+        )
+    ).ok
     v = _verdict(ch02.ex1, lambda d_k, sigma: seen.get((d_k, sigma), 1.0))
     assert not v.ok and "expected" in v.message, v.message
     widths = []

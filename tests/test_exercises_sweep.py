@@ -1,16 +1,19 @@
-"""No check rejects a right answer: the book's solution and three differently written right answers per check.
+"""No check rejects a right answer: the book's solution and three differently written
+right answers per check.
 
-Each check draws fresh inputs at every call (dtypes, layouts, ranks, magnitudes, lengths), so one call
-proves little. Here every right answer is checked `CALLS` times: in `make test` twice per answer, from
-fixed seeds (`transformer_lib.exercises.seeded`: the same draws at every run, so a failure replays); in
-`make test-slow` (EXERCISE_CALLS=300) 300 times per answer, from the operating system's seeds, as a
+Each check draws fresh inputs at every call (dtypes, layouts, ranks, magnitudes,
+lengths), so one call proves little. Here every right answer is checked `CALLS` times:
+in `make test` twice per answer, from fixed seeds (`transformer_lib.exercises.seeded`:
+the same draws at every run, so a failure replays); in `make test-slow`
+(EXERCISE_CALLS=300) 300 times per answer, from the operating system's seeds, as a
 reader's calls are drawn. Zero rejections are allowed.
 
-The book's solution is the function the chapter's solution cell passes to the check, compiled from
-that cell's source alone (a value answer, such as chapter 9's counts, is computed here as the chapter
-computes it). The three others are written differently on purpose: another formula, another dtype
-path, NumPy or torch scalars, einsum, float64 inside, and so on.
-"""
+The book's solution is the function the chapter's solution cell passes to the check,
+compiled from that cell's source alone (a value answer, such as chapter 9's counts, is
+computed here as the chapter computes it). The three others are written differently on
+purpose: another formula, another dtype path, NumPy or torch scalars, einsum, float64
+inside, and so on."""
+
 from __future__ import annotations
 
 import ast
@@ -26,22 +29,33 @@ import torch.nn.functional as F
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
-CALLS = int(os.environ.get("EXERCISE_CALLS", "0")) or None      # make test-slow: 300 unseeded calls
-SEEDED_CALLS = 2                                                # make test: 2 seeded calls per answer
+# make test-slow: 300 unseeded calls
+CALLS = int(os.environ.get("EXERCISE_CALLS", "0")) or None
+SEEDED_CALLS = 2  # make test: 2 seeded calls per answer
 
 
-# ---- the book's solutions, compiled from their chapter cells -----------------------------------------
+# ---- the book's solutions, compiled from their chapter cells -------------------------
+
 
 def _namespace() -> dict:
     import transformer_lib
-    ns = {"torch": torch, "math": math, "F": F, "nn": nn, "np": np, "Tensor": torch.Tensor}
+
+    ns = {
+        "torch": torch,
+        "math": math,
+        "F": F,
+        "nn": nn,
+        "np": np,
+        "Tensor": torch.Tensor,
+    }
     ns.update({n: getattr(transformer_lib, n) for n in transformer_lib.__all__})
     return ns
 
 
 def _book_solutions() -> dict[str, object]:
-    """`chXX.exN` -> the function the chapter's solution cell checks (where the cell defines it), compiled with
-    the functions of the chapter's earlier cells that it calls."""
+    """`chXX.exN` -> the function the chapter's solution cell checks (where the cell
+    defines it), compiled with the functions of the chapter's earlier cells that it
+    calls."""
     found: dict[str, object] = {}
     for nb_path in sorted((ROOT / "chapters").glob("*.ipynb")):
         nb = json.loads(nb_path.read_text(encoding="utf-8"))
@@ -51,33 +65,61 @@ def _book_solutions() -> dict[str, object]:
             if cell["cell_type"] != "code" or src.startswith("#| export"):
                 continue
             try:
-                tree = ast.parse("\n".join(l for l in src.split("\n") if not l.lstrip().startswith(("%", "!"))))
+                tree = ast.parse(
+                    "\n".join(
+                        l
+                        for l in src.split("\n")
+                        if not l.lstrip().startswith(("%", "!"))
+                    )
+                )
             except SyntaxError:
                 continue
-            defs.update({n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)})
+            defs.update(
+                {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+            )
             if ".check(" not in src:
                 continue
             for node in ast.walk(tree):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "check"
-                        and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name)
-                        and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in defs):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "check"
+                    and isinstance(node.func.value, ast.Attribute)
+                    and isinstance(node.func.value.value, ast.Name)
+                    and len(node.args) == 1
+                    and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in defs
+                ):
                     key = f"{node.func.value.value.id}.{node.func.value.attr}"
                     if key in found:
-                        continue                                 # the first checked function is the solution
+                        continue  # the first checked function is the solution
                     needed, todo = [], [node.args[0].id]
-                    while todo:                                  # the function and the chapter's functions it calls
+                    # the function and the chapter's functions it calls
+                    while todo:
                         name = todo.pop()
                         if name in needed:
                             continue
                         needed.append(name)
-                        todo += [n.id for n in ast.walk(defs[name]) if isinstance(n, ast.Name) and n.id in defs]
+                        todo += [
+                            n.id
+                            for n in ast.walk(defs[name])
+                            if isinstance(n, ast.Name) and n.id in defs
+                        ]
                     ns = _namespace()
-                    exec(compile(ast.Module([defs[n] for n in needed], []), f"<{nb_path.name}>", "exec"), ns)
+                    exec(
+                        compile(
+                            ast.Module([defs[n] for n in needed], []),
+                            f"<{nb_path.name}>",
+                            "exec",
+                        ),
+                        ns,
+                    )
                     found[key] = ns[node.args[0].id]
     return found
 
 
-# ---- three other right answers per check ------------------------------------------------------------
+# ---- three other right answers per check ---------------------------------------------
+
 
 def _softmax_a(s):
     m = s.amax(-1, keepdim=True)
@@ -108,7 +150,7 @@ def _attention_b(q, k, v, mask=None):
         s = s.masked_fill(mask.logical_not(), torch.finfo(s.dtype).min)
     w = F.softmax(s, dim=-1)
     if mask is not None:
-        w = w * mask.any(-1, keepdim=True)                       # a query with no allowed key: zeros
+        w = w * mask.any(-1, keepdim=True)  # a query with no allowed key: zeros
     return w @ v, w
 
 
@@ -134,7 +176,9 @@ def _layer_norm_b(x, gamma, beta, eps=1e-5):
 
 def _layer_norm_c(x, gamma, beta, eps=1e-5):
     z = x.double()
-    z = (z - z.mean(-1, keepdim=True)) / (z.var(-1, unbiased=False, keepdim=True) + eps).sqrt()
+    z = (z - z.mean(-1, keepdim=True)) / (
+        z.var(-1, unbiased=False, keepdim=True) + eps
+    ).sqrt()
     return (z * gamma.double() + beta.double()).to(x.dtype)
 
 
@@ -180,7 +224,9 @@ def _shift_c(tgt, bos, eos, pad):
         real = [t for t in row if t != pad]
         rows_in.append([bos] + row)
         rows_lab.append(real + [eos] + [pad] * (len(row) - len(real)))
-    return torch.tensor(rows_in, dtype=tgt.dtype), torch.tensor(rows_lab, dtype=tgt.dtype)
+    return torch.tensor(rows_in, dtype=tgt.dtype), torch.tensor(
+        rows_lab, dtype=tgt.dtype
+    )
 
 
 def _decoder_a(layer, x, memory, tgt_mask, memory_mask):
@@ -191,9 +237,11 @@ def _decoder_a(layer, x, memory, tgt_mask, memory_mask):
 
 def _decoder_b(layer, x, memory, tgt_mask, memory_mask):
     h = x
-    for norm, block in ((layer.norm1, lambda t: layer.self_attn(t, t, t, tgt_mask)),
-                        (layer.norm2, lambda t: layer.cross_attn(t, memory, memory, memory_mask)),
-                        (layer.norm3, layer.ffn)):
+    for norm, block in (
+        (layer.norm1, lambda t: layer.self_attn(t, t, t, tgt_mask)),
+        (layer.norm2, lambda t: layer.cross_attn(t, memory, memory, memory_mask)),
+        (layer.norm3, layer.ffn),
+    ):
         h = norm(h + block(h))
     return h
 
@@ -222,7 +270,8 @@ def _dropout_b(x, p, training=True):
 
 
 def _dropout_c(x, p, training=True):
-    """The chapter's trick in its own words: one 16-bit draw per entry, the scale from the realised rate."""
+    """The chapter's trick in its own words: one 16-bit draw per entry, the scale from
+    the realised rate."""
     if not training or p == 0:
         return x
     if p == 1:
@@ -245,7 +294,7 @@ def _topk_b(z, T, k):
 
 
 def _topk_c(z, T, k):
-    s = (z.double() / T)
+    s = z.double() / T
     s = s - s.max(-1, keepdim=True).values
     vals, idx = s.topk(k, -1)
     e = vals.exp()
@@ -261,7 +310,9 @@ def _top_p_a(z, p):
 def _top_p_b(z, p):
     sorted_z, order = z.sort(dim=-1, descending=True)
     mass = torch.softmax(sorted_z, -1).cumsum(-1)
-    keep = torch.cat([torch.ones_like(mass[..., :1], dtype=torch.bool), mass[..., :-1] < p], -1)
+    keep = torch.cat(
+        [torch.ones_like(mass[..., :1], dtype=torch.bool), mass[..., :-1] < p], -1
+    )
     out = torch.full_like(z, float("-inf"))
     return out.scatter(-1, order, sorted_z.masked_fill(~keep, float("-inf")))
 
@@ -289,7 +340,9 @@ def _beam_b(log_prob, length, alpha):
 
 
 def _beam_c(log_prob, length, alpha):
-    return torch.div(log_prob, torch.float_power((5 + length) / 6, alpha)).to(log_prob.dtype)
+    return torch.div(log_prob, torch.float_power((5 + length) / 6, alpha)).to(
+        log_prob.dtype
+    )
 
 
 def _local_a(L, r):
@@ -319,7 +372,11 @@ def _prefix_b(L, P):
 
 
 def _prefix_c(L, P):
-    i, j = torch.meshgrid(torch.arange(L, dtype=torch.int32), torch.arange(L, dtype=torch.int32), indexing="ij")
+    i, j = torch.meshgrid(
+        torch.arange(L, dtype=torch.int32),
+        torch.arange(L, dtype=torch.int32),
+        indexing="ij",
+    )
     return (j <= i) | (j < P)
 
 
@@ -347,7 +404,8 @@ def _sines_first_a(k, d):
 
 
 def _sines_first_b(k, d):
-    a = (k * torch.exp(-math.log(10000.0) * torch.arange(0, d, 2).float() / d))     # float32 angles
+    # float32 angles
+    a = k * torch.exp(-math.log(10000.0) * torch.arange(0, d, 2).float() / d)
     M = torch.zeros(d, d)
     h = d // 2
     idx = torch.arange(h)
@@ -366,8 +424,9 @@ def _interleaved(k, d, sign):
     a = _angles(k, d)
     M = torch.zeros(d, d, dtype=torch.float64)
     for i, t in enumerate(a.tolist()):
-        M[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[math.cos(t), sign * math.sin(t)],
-                                                          [-sign * math.sin(t), math.cos(t)]])
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[math.cos(t), sign * math.sin(t)], [-sign * math.sin(t), math.cos(t)]]
+        )
     return M
 
 
@@ -380,8 +439,11 @@ def _shift_back_b(k, d):
 
 
 def _shift_back_c(k, d):
-    a = (-k * 10000.0 ** (-torch.arange(0, d, 2) / d)).float()          # M_(-k) in float32
-    blocks = [torch.stack([torch.stack([c, s]), torch.stack([-s, c])]) for c, s in zip(a.cos(), a.sin())]
+    a = (-k * 10000.0 ** (-torch.arange(0, d, 2) / d)).float()  # M_(-k) in float32
+    blocks = [
+        torch.stack([torch.stack([c, s]), torch.stack([-s, c])])
+        for c, s in zip(a.cos(), a.sin())
+    ]
     return torch.block_diag(*blocks)
 
 
@@ -404,23 +466,51 @@ def _rope_b(q, k, m, n):
 def _rope_c(q, k, m, n):
     qc = torch.view_as_complex(q.double().reshape(-1, 2).contiguous())
     kc = torch.view_as_complex(k.double().reshape(-1, 2).contiguous())
-    theta = torch.pow(10000.0, -torch.arange(qc.shape[0], dtype=torch.float64) * 2 / q.shape[-1])
-    return torch.vdot(kc * torch.polar(torch.ones_like(theta), n * theta), qc * torch.polar(torch.ones_like(theta), m * theta)).real.item()
+    theta = torch.pow(
+        10000.0, -torch.arange(qc.shape[0], dtype=torch.float64) * 2 / q.shape[-1]
+    )
+    return torch.vdot(
+        kc * torch.polar(torch.ones_like(theta), n * theta),
+        qc * torch.polar(torch.ones_like(theta), m * theta),
+    ).real.item()
 
 
 RIGHT: dict[str, list] = {
     "ch01.ex2": [_softmax_a, _softmax_b, _softmax_c],
     "ch01.ex3": [_attention_a, _attention_b, _attention_c],
-    "ch02.ex1": [lambda d_k, sigma: 1 / (sigma * sigma * d_k ** 0.5), lambda d_k, sigma: np.float64(sigma) ** -2 / np.sqrt(d_k),
-                 lambda d_k, sigma: torch.tensor(1.0 / (sigma ** 2 * math.sqrt(d_k)), dtype=torch.float64)],
-    "ch02.ex2": [lambda d_k: d_k ** -1, lambda d_k: np.float32(1) / np.float32(d_k), lambda d_k: torch.tensor(1 / d_k)],
-    "ch02.ex3": [lambda w: float(torch.sum(torch.abs(w))), lambda w: w.abs().sum(), lambda w: np.abs(w.numpy()).sum()],
-    "ch03.ex2": [lambda L, d, h: 8 * L * d * d + 4 * L * L * d, lambda L, d, h: 2 * (4 * L * d ** 2 + 2 * h * L ** 2 * (d // h)),
-                 lambda L, d, h: float(2 * L * d * (4 * d + 2 * L))],
-    "ch03.ex3": [lambda d: d * 2, lambda d: np.int64(2 * d), lambda d: torch.tensor(2.0 * d)],
+    "ch02.ex1": [
+        lambda d_k, sigma: 1 / (sigma * sigma * d_k**0.5),
+        lambda d_k, sigma: np.float64(sigma) ** -2 / np.sqrt(d_k),
+        lambda d_k, sigma: torch.tensor(
+            1.0 / (sigma**2 * math.sqrt(d_k)), dtype=torch.float64
+        ),
+    ],
+    "ch02.ex2": [
+        lambda d_k: d_k**-1,
+        lambda d_k: np.float32(1) / np.float32(d_k),
+        lambda d_k: torch.tensor(1 / d_k),
+    ],
+    "ch02.ex3": [
+        lambda w: float(torch.sum(torch.abs(w))),
+        lambda w: w.abs().sum(),
+        lambda w: np.abs(w.numpy()).sum(),
+    ],
+    "ch03.ex2": [
+        lambda L, d, h: 8 * L * d * d + 4 * L * L * d,
+        lambda L, d, h: 2 * (4 * L * d**2 + 2 * h * L**2 * (d // h)),
+        lambda L, d, h: float(2 * L * d * (4 * d + 2 * L)),
+    ],
+    "ch03.ex3": [
+        lambda d: d * 2,
+        lambda d: np.int64(2 * d),
+        lambda d: torch.tensor(2.0 * d),
+    ],
     "ch03.ex4": [_causal_a, _causal_b, _causal_c],
-    "ch04.ex1": [lambda i, d: 2 * math.pi * math.exp(2 * i / d * math.log(10000)),
-                 lambda i, d: np.float32(2 * np.pi * 10000.0 ** (2 * i / d)), lambda i, d: torch.tensor(2 * math.pi) * 10000 ** (2 * i / d)],
+    "ch04.ex1": [
+        lambda i, d: 2 * math.pi * math.exp(2 * i / d * math.log(10000)),
+        lambda i, d: np.float32(2 * np.pi * 10000.0 ** (2 * i / d)),
+        lambda i, d: torch.tensor(2 * math.pi) * 10000 ** (2 * i / d),
+    ],
     "ch04b.ex1": [_sines_first_a, _sines_first_b, _sines_first_c],
     "ch04b.ex2": [_shift_back_a, _shift_back_b, _shift_back_c],
     "ch04b.ex4": [_rope_a, _rope_b, _rope_c],
@@ -431,59 +521,117 @@ RIGHT: dict[str, list] = {
     "ch07.ex5": [_shift_a, _shift_b, _shift_c],
     "ch07.ex6": [_decoder_a, _decoder_b, _decoder_c],
     "ch08.ex4": [_dropout_a, _dropout_b, _dropout_c],
-    "ch08.ex5": [lambda x, p: x * x * p / (1 - p), lambda x, p: (x / (1 - p)) ** 2 * (1 - p) - x ** 2,
-                 lambda x, p: float(np.float64(p) / (1 - np.float64(p)) * np.square(x))],
+    "ch08.ex5": [
+        lambda x, p: x * x * p / (1 - p),
+        lambda x, p: (x / (1 - p)) ** 2 * (1 - p) - x**2,
+        lambda x, p: float(np.float64(p) / (1 - np.float64(p)) * np.square(x)),
+    ],
     "ch10.ex2": [_topk_a, _topk_b, _topk_c],
     "ch10.ex3": [_top_p_a, _top_p_b, _top_p_c],
     "ch10.ex4": [_beam_a, _beam_b, _beam_c],
-    "ch11a.ex4": [lambda s, t, tokens=25_000: (2 * tokens / (s.mean() + t.mean()), (s.sum() + t.sum()) / (2 * tokens)),
-                  lambda s, t, tokens=25_000: [float(2 * tokens * len(s) / (s.sum() + t.sum())),
-                                               float(len(s) * (np.mean(s) + np.mean(t)) / (2 * tokens))],
-                  lambda s, t, tokens=25_000: tuple(torch.tensor([2 * tokens / (np.mean(np.concatenate([s, t])) * 2),
-                                                                  (len(s) + len(t)) * np.mean(np.concatenate([s, t])) / (2 * tokens)]).tolist())],
-    "ch11b.ex4": [lambda c, T: 3 * c.n_decoder_layers * 2 * 2 * c.d_model * T * (T - 1) // 2,
-                  lambda c, T: 6 * c.n_decoder_layers * c.d_model * T * (T - 1),
-                  lambda c, T: float(12 * c.n_decoder_layers * c.d_model * (T * T - T) / 2)],
-    "ch13.ex2": [lambda n, p: (sum((p + i) * (p + i + 1) // 2 for i in range(n)), (p + n - 1) * (p + n) // 2),
-                 lambda n, p: (int(np.sum([c * (c + 1) / 2 for c in range(p, p + n)])), math.comb(p + n, 2)),
-                 lambda n, p: [sum(sum(range(1, c + 1)) for c in range(p, p + n)), sum(range(1, p + n))]],
+    "ch11a.ex4": [
+        lambda s, t, tokens=25_000: (
+            2 * tokens / (s.mean() + t.mean()),
+            (s.sum() + t.sum()) / (2 * tokens),
+        ),
+        lambda s, t, tokens=25_000: [
+            float(2 * tokens * len(s) / (s.sum() + t.sum())),
+            float(len(s) * (np.mean(s) + np.mean(t)) / (2 * tokens)),
+        ],
+        lambda s, t, tokens=25_000: tuple(
+            torch.tensor(
+                [
+                    2 * tokens / (np.mean(np.concatenate([s, t])) * 2),
+                    (len(s) + len(t)) * np.mean(np.concatenate([s, t])) / (2 * tokens),
+                ]
+            ).tolist()
+        ),
+    ],
+    "ch11b.ex4": [
+        lambda c, T: 3 * c.n_decoder_layers * 2 * 2 * c.d_model * T * (T - 1) // 2,
+        lambda c, T: 6 * c.n_decoder_layers * c.d_model * T * (T - 1),
+        lambda c, T: float(12 * c.n_decoder_layers * c.d_model * (T * T - T) / 2),
+    ],
+    "ch13.ex2": [
+        lambda n, p: (
+            sum((p + i) * (p + i + 1) // 2 for i in range(n)),
+            (p + n - 1) * (p + n) // 2,
+        ),
+        lambda n, p: (
+            int(np.sum([c * (c + 1) / 2 for c in range(p, p + n)])),
+            math.comb(p + n, 2),
+        ),
+        lambda n, p: [
+            sum(sum(range(1, c + 1)) for c in range(p, p + n)),
+            sum(range(1, p + n)),
+        ],
+    ],
     "ch13.ex4": [_local_a, _local_b, _local_c],
 }
 
 
 def _ch04_ex3_values():
-    width = next(w for w in range(2, 20000, 2) if 1 / math.sqrt(2 * w + 1) < 0.01)       # the chapter's solution
+    # the chapter's solution
+    width = next(w for w in range(2, 20000, 2) if 1 / math.sqrt(2 * w + 1) < 0.01)
     return [width, float(width), np.int64(width), torch.tensor(width)]
 
 
 def _ch09_values():
     from transformer_lib import TransformerConfig
-    from transformer_lib.params import encoder_layer_parameter_count, mha_parameter_count, transformer_flops, \
-        transformer_parameter_count
+    from transformer_lib.params import (
+        encoder_layer_parameter_count,
+        mha_parameter_count,
+        transformer_flops,
+        transformer_parameter_count,
+    )
+
     D, D_FF, V, d = 1024, 4096, 32000, 512
     shared = transformer_parameter_count(TransformerConfig.base(V))
-    separate = transformer_parameter_count(TransformerConfig.base(V, share_embeddings=False, tie_output=False))
+    separate = transformer_parameter_count(
+        TransformerConfig.base(V, share_embeddings=False, tie_output=False)
+    )
     pre = transformer_parameter_count(TransformerConfig.base(37000, norm_first=True))
     fpt = transformer_flops(TransformerConfig.base(37000), 30, 20) / 20
     w = 6 * (4 * d * d + 2 * d * 2048) + 6 * (8 * d * d + 2 * d * 2048) + d * 37000
     cross = 2 * w / (4 * d * 18)
-    ways = (lambda v: v, lambda v: float(v), lambda v: np.int64(round(v)), lambda v: torch.tensor(float(v)))
-    return {"ch09.ex1": [dict(mha=f(mha_parameter_count(D)), encoder_layer=f(encoder_layer_parameter_count(D, D_FF)))
-                         for f in ways],
-            "ch09.ex2": [dict(shared=f(shared), separate=f(separate)) for f in ways],
-            "ch09.ex3": [dict(n_params=f(pre)) for f in ways],
-            "ch09.ex4": [dict(flops_per_token=f(fpt), crossover=f(round(cross))) for f in ways],
-            "ch09.ex5": [dict(bytes_per_param=f(16)) for f in ways]}
+    ways = (
+        lambda v: v,
+        lambda v: float(v),
+        lambda v: np.int64(round(v)),
+        lambda v: torch.tensor(float(v)),
+    )
+    return {
+        "ch09.ex1": [
+            dict(
+                mha=f(mha_parameter_count(D)),
+                encoder_layer=f(encoder_layer_parameter_count(D, D_FF)),
+            )
+            for f in ways
+        ],
+        "ch09.ex2": [dict(shared=f(shared), separate=f(separate)) for f in ways],
+        "ch09.ex3": [dict(n_params=f(pre)) for f in ways],
+        "ch09.ex4": [
+            dict(flops_per_token=f(fpt), crossover=f(round(cross))) for f in ways
+        ],
+        "ch09.ex5": [dict(bytes_per_param=f(16)) for f in ways],
+    }
 
 
 def _checks():
     import importlib
     from transformer_lib.exercises import Exercise
+
     folder = ROOT / "transformer_lib" / "exercises"
     out = {}
     for p in sorted(folder.glob("ch*.py")):
         mod = importlib.import_module(f"transformer_lib.exercises.{p.stem}")
-        out.update({f"{p.stem}.{k}": v for k, v in vars(mod).items() if isinstance(v, Exercise)})
+        out.update(
+            {
+                f"{p.stem}.{k}": v
+                for k, v in vars(mod).items()
+                if isinstance(v, Exercise)
+            }
+        )
     return out
 
 
@@ -498,18 +646,29 @@ def _answers(key: str) -> list[tuple[str, object, bool]]:
         return [(f"way {i}", a, False) for i, a in enumerate(_ch04_ex3_values())]
     book = _BOOK.get(key)
     answers = [("the book's solution", book, False)] if book is not None else []
-    return answers + [(f"right answer {i + 1}", a, False) for i, a in enumerate(RIGHT[key])]
+    return answers + [
+        (f"right answer {i + 1}", a, False) for i, a in enumerate(RIGHT[key])
+    ]
 
 
 _BOOK = _book_solutions()
 
 
 def test_every_check_has_the_books_solution_and_three_right_answers():
-    value_checks = {k for k in CHECKS if k.startswith("ch09.")} | {"ch04.ex3", "ch05.ex4"}
+    value_checks = {k for k in CHECKS if k.startswith("ch09.")} | {
+        "ch04.ex3",
+        "ch05.ex4",
+    }
     for key in CHECKS:
-        assert len(_answers(key)) >= 4 if key not in value_checks else len(_answers(key)) >= 3, key
+        assert (
+            len(_answers(key)) >= 4
+            if key not in value_checks
+            else len(_answers(key)) >= 3
+        ), key
         if key not in value_checks:
-            assert key in _BOOK, f"the solution cell of {key} defines no function this test can compile"
+            assert key in _BOOK, (
+                f"the solution cell of {key} defines no function this test can compile"
+            )
 
 
 def _run(key: str, calls: int) -> list[str]:
@@ -526,8 +685,10 @@ def _run(key: str, calls: int) -> list[str]:
 
 @pytest.mark.parametrize("key", sorted(CHECKS))
 def test_no_right_answer_is_rejected(key):
-    """make test: each right answer, SEEDED_CALLS calls from fixed seeds; make test-slow: CALLS from fresh ones."""
+    """make test: each right answer, SEEDED_CALLS calls from fixed seeds; make
+    test-slow: CALLS from fresh ones."""
     from transformer_lib.exercises import seeded
+
     if CALLS:
         rejected = _run(key, CALLS)
     else:

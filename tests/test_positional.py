@@ -1,13 +1,19 @@
 """transformer_lib.positional: the sinusoidal table, its relative-position property, the
 PositionalEncoding / LearnedPositionalEmbedding modules, RoPE, dtypes and errors."""
+
 import math
 
 import pytest
 import torch
 
 import transformer_lib
-from transformer_lib import (LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding,
-                             attention, sinusoidal_positional_encoding)
+from transformer_lib import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    RotaryEmbedding,
+    attention,
+    sinusoidal_positional_encoding,
+)
 
 
 def _loop_table(max_len, d_model):
@@ -26,7 +32,9 @@ def _rotation_matrix(k, d_model):
     for i in range(d_model // 2):
         w = k / 10000 ** (2 * i / d_model)
         c, s = math.cos(w), math.sin(w)
-        m[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[c, s], [-s, c]], dtype=torch.float64
+        )
     return m
 
 
@@ -40,7 +48,9 @@ def test_table_matches_loop_definition(max_len, d_model):
 def test_table_interleaved_first_rows():
     pe = sinusoidal_positional_encoding(3, 4)
     torch.testing.assert_close(pe[0], torch.tensor([0.0, 1.0, 0.0, 1.0]))
-    torch.testing.assert_close(pe[1], torch.tensor([math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)]))
+    torch.testing.assert_close(
+        pe[1], torch.tensor([math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)])
+    )
     assert pe.abs().max() <= 1.0
 
 
@@ -49,19 +59,24 @@ def test_relative_shift_is_a_fixed_linear_map(k):
     d = 32
     pe = sinusoidal_positional_encoding(400, d).double()
     m = _rotation_matrix(k, d)
-    shifted = pe[: 400 - k] @ m.T                          # M_k PE(pos) for every pos at once
+    shifted = pe[: 400 - k] @ m.T  # M_k PE(pos) for every pos at once
     torch.testing.assert_close(shifted, pe[k:], atol=1e-5, rtol=0)
-    torch.testing.assert_close(m @ m.T, torch.eye(d, dtype=torch.float64))   # a rotation
+    torch.testing.assert_close(m @ m.T, torch.eye(d, dtype=torch.float64))  # a rotation
 
 
 def test_dot_product_depends_on_distance_only():
     pe = sinusoidal_positional_encoding(200, 64).double()
-    gram = pe @ pe.T                                       # (200, 200)
+    gram = pe @ pe.T  # (200, 200)
     for delta in (0, 1, 5, 40):
         diag = torch.diagonal(gram, offset=delta)
-        torch.testing.assert_close(diag, torch.full_like(diag, diag[0].item()), atol=1e-5, rtol=0)
-        torch.testing.assert_close(torch.diagonal(gram, offset=-delta), diag)   # symmetric in p - q
-    torch.testing.assert_close(torch.diagonal(gram), torch.full((200,), 32.0, dtype=torch.float64))
+        torch.testing.assert_close(
+            diag, torch.full_like(diag, diag[0].item()), atol=1e-5, rtol=0
+        )
+        # symmetric in p - q
+        torch.testing.assert_close(torch.diagonal(gram, offset=-delta), diag)
+    torch.testing.assert_close(
+        torch.diagonal(gram), torch.full((200,), 32.0, dtype=torch.float64)
+    )
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.0, "8", True, None])
@@ -95,9 +110,10 @@ def test_positional_encoding_dropout_in_training_only():
     x = torch.randn(4, 20, 16)
     out = pe_mod(x)
     zeros = (out == 0).float().mean().item()
-    assert 0.35 < zeros < 0.65                               # about half dropped
+    assert 0.35 < zeros < 0.65  # about half dropped
     kept = out != 0
-    torch.testing.assert_close(out[kept], (2 * (x + pe_mod.pe[:20]))[kept])   # survivors scaled by 1/(1-p)
+    # survivors scaled by 1/(1-p)
+    torch.testing.assert_close(out[kept], (2 * (x + pe_mod.pe[:20]))[kept])
     pe_mod.eval()
     torch.testing.assert_close(pe_mod(x), x + pe_mod.pe[:20])
 
@@ -121,15 +137,23 @@ def test_module_to_bfloat16_moves_buffer():
 
 @pytest.mark.parametrize("cls", ["sin", "learned"])
 def test_too_long_sequence_names_both_lengths(cls):
-    mod = PositionalEncoding(16, max_len=512) if cls == "sin" else LearnedPositionalEmbedding(512, 16)
+    mod = (
+        PositionalEncoding(16, max_len=512)
+        if cls == "sin"
+        else LearnedPositionalEmbedding(512, 16)
+    )
     with pytest.raises(ValueError, match=r"sequence length 600 exceeds max_len 512"):
         mod(torch.randn(1, 600, 16))
-    mod(torch.randn(1, 512, 16))                            # exactly max_len is fine
+    mod(torch.randn(1, 512, 16))  # exactly max_len is fine
 
 
 @pytest.mark.parametrize("cls", ["sin", "learned"])
 def test_wrong_width_and_type(cls):
-    mod = PositionalEncoding(16, max_len=32) if cls == "sin" else LearnedPositionalEmbedding(32, 16)
+    mod = (
+        PositionalEncoding(16, max_len=32)
+        if cls == "sin"
+        else LearnedPositionalEmbedding(32, 16)
+    )
     with pytest.raises(ValueError, match=r"d_model=16.*\(2, 5, 12\)"):
         mod(torch.randn(2, 5, 12))
     with pytest.raises(TypeError, match="floating-point"):
@@ -145,16 +169,24 @@ def test_learned_embedding_is_trainable_and_adds():
     torch.testing.assert_close(mod(x), x + mod.embedding.weight[:6])
     mod(x).sum().backward()
     grad = mod.embedding.weight.grad
-    assert grad[:6].abs().sum() > 0 and grad[6:].abs().sum() == 0   # only used positions learn
+    # only used positions learn
+    assert grad[:6].abs().sum() > 0 and grad[6:].abs().sum() == 0
 
 
 def test_top_level_exports():
-    for name in ("sinusoidal_positional_encoding", "PositionalEncoding", "LearnedPositionalEmbedding",
-                 "RotaryEmbedding"):
-        assert getattr(transformer_lib, name) is getattr(transformer_lib.positional, name)
+    for name in (
+        "sinusoidal_positional_encoding",
+        "PositionalEncoding",
+        "LearnedPositionalEmbedding",
+        "RotaryEmbedding",
+    ):
+        assert getattr(transformer_lib, name) is getattr(
+            transformer_lib.positional, name
+        )
 
 
 # ---------------------------------------------------------------- RoPE
+
 
 def _rope_loop(x, base=10000.0):
     """Reference: rotate each pair (2i, 2i+1) of row m by m * base^(-2i/d)."""
@@ -175,7 +207,7 @@ def test_rope_matches_loop_and_preserves_norms():
     y = rope.rotate(x)
     torch.testing.assert_close(y, _rope_loop(x), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
-    torch.testing.assert_close(y[0], x[0])                   # position 0: no rotation
+    torch.testing.assert_close(y[0], x[0])  # position 0: no rotation
 
 
 def test_rope_score_depends_on_relative_position_only():
@@ -190,12 +222,12 @@ def test_rope_score_depends_on_relative_position_only():
     for delta in (0, 3, -7, 40):
         scores = [score(m, m - delta) for m in range(max(delta, 0) + 2, 250, 37)]
         assert max(scores) - min(scores) < 1e-4, (delta, scores)
-    assert abs(score(10, 7) - score(10, 3)) > 1e-3               # but it does depend on the distance
+    assert abs(score(10, 7) - score(10, 3)) > 1e-3  # but it does depend on the distance
 
 
 def test_rope_offset_equals_slice_of_full_rotation():
     rope = RotaryEmbedding(8, max_len=32)
-    x = torch.randn(2, 3, 10, 8)                                # (B, h, L, d_head)
+    x = torch.randn(2, 3, 10, 8)  # (B, h, L, d_head)
     full = rope.rotate(x)
     torch.testing.assert_close(rope.rotate(x[..., 6:, :], offset=6), full[..., 6:, :])
     q_rot, k_rot = rope(x, x * 2)
@@ -205,9 +237,13 @@ def test_rope_offset_equals_slice_of_full_rotation():
 
 def test_rope_attention_is_shift_invariant():
     rope = RotaryEmbedding(16, max_len=64)
-    q, k, v = torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 16)
+    q, k, v = (
+        torch.randn(1, 2, 6, 16),
+        torch.randn(1, 2, 6, 16),
+        torch.randn(1, 2, 6, 16),
+    )
     out0, w0 = attention(*rope(q, k), v)
-    out5, w5 = attention(*rope(q, k, offset=5), v)             # the whole sequence moved by 5
+    out5, w5 = attention(*rope(q, k, offset=5), v)  # the whole sequence moved by 5
     torch.testing.assert_close(w0, w5, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out0, out5, atol=1e-5, rtol=1e-5)
 
@@ -232,4 +268,6 @@ def test_rope_errors():
         rope.rotate(torch.randn(4, 6))
     with pytest.raises(ValueError, match="offset"):
         rope.rotate(torch.randn(4, 8), offset=-1)
-    assert len(rope.state_dict()) == 0 and sum(p.numel() for p in rope.parameters()) == 0
+    assert (
+        len(rope.state_dict()) == 0 and sum(p.numel() for p in rope.parameters()) == 0
+    )

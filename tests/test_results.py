@@ -1,9 +1,10 @@
 """The recorded runs in results/: small, complete, and exactly what the book prints.
 
-Chapter 11b prints the model-size sweep from `results/size_sweep.json`; chapter 12 prints the
-recorded CPU run from `results/cpu-full/summary.json`. These tests read the stored outputs of
-those chapters and check every printed number against the files, so a stale table (or a
-number typed in by hand) fails."""
+Chapter 11b prints the model-size sweep from `results/size_sweep.json`; chapter 12
+prints the recorded CPU run from `results/cpu-full/summary.json`. These tests read the
+stored outputs of those chapters and check every printed number against the files, so a
+stale table (or a number typed in by hand) fails."""
+
 import importlib.util
 import json
 import math
@@ -35,40 +36,101 @@ def test_results_are_small_files_only():
     files = [p for p in RESULTS.rglob("*") if p.is_file()]
     assert files, "results/ is empty"
     for p in files:
-        assert p.suffix in {".json", ".jsonl", ".png", ".md"}, f"{p} is not a small result file"
+        assert p.suffix in {
+            ".json",
+            ".jsonl",
+            ".png",
+            ".md",
+        }, f"{p} is not a small result file"
         assert p.stat().st_size < 2_000_000, f"{p} is too large to commit"
 
 
-def test_recorded_cpu_run_is_complete():
-    s = json.loads((RESULTS / "cpu-full" / "summary.json").read_text())
-    for key in ("bleu", "bleu_lc", "chrf", "signatures", "selection", "selected", "train_time_s",
-                "tokens_per_s", "model_flops_per_s", "hardware", "config", "recorded", "steps", "epochs"):
-        assert key in s, f"results/cpu-full/summary.json lacks {key!r}"
-    assert s["preset"] == "cpu-full" and s["hardware"]["device"] == "cpu"
+RECORDED = ("cpu-full", "cpu-30min")  # the recorded CPU runs chapter 12 prints
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_recorded_cpu_run_is_complete(name):
+    s = json.loads((RESULTS / name / "summary.json").read_text())
+    for key in (
+        "bleu",
+        "bleu_lc",
+        "chrf",
+        "signatures",
+        "selection",
+        "selected",
+        "train_time_s",
+        "tokens_per_s",
+        "model_flops_per_s",
+        "hardware",
+        "config",
+        "recorded",
+        "steps",
+        "epochs",
+    ):
+        assert key in s, f"results/{name}/summary.json lacks {key!r}"
+    assert s["preset"] == name and s["hardware"]["device"] == "cpu"
     assert {"date", "command", "commit"} <= set(s["recorded"])
     assert s["selected"] in s["selection"] and set(s["bleu"]) == {"greedy", "beam"}
     assert all(math.isfinite(v) for v in s["bleu"].values())
-    records = [json.loads(ln) for ln in (RESULTS / "cpu-full" / "metrics.jsonl").read_text().splitlines() if ln]
+    records = [
+        json.loads(ln)
+        for ln in (RESULTS / name / "metrics.jsonl").read_text().splitlines()
+        if ln
+    ]
     assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
-    assert records[-1]["bleu"] == s["bleu"]                       # the two files are of the same run
+    assert records[-1]["bleu"] == s["bleu"]  # the two files are of the same run
 
 
-def test_chapter_12_prints_the_recorded_run():
-    s = json.loads((RESULTS / "cpu-full" / "summary.json").read_text())
+def test_the_30_minute_run_was_chosen_on_validation_and_scored_once():
+    """results/cpu-30min: at most 30 minutes of training, on a named CPU; its test set
+    scored once, at the end, after its validation BLEU beat the recorded cpu-full run's
+    (scripts/record_run.py --against cpu-full)."""
+    s = json.loads((RESULTS / "cpu-30min" / "summary.json").read_text())
+    full = json.loads((RESULTS / "cpu-full" / "summary.json").read_text())
+    records = [
+        json.loads(ln)
+        for ln in (RESULTS / "cpu-30min" / "metrics.jsonl").read_text().splitlines()
+        if ln
+    ]
+    scored = [r for r in records if r["kind"] == "end" and "bleu" in r]
+    assert len(scored) == 1 and scored[0] is records[-1], "the test set, scored once"
+    assert s["recorded"]["script"].endswith("--against cpu-full")
+    assert s["val_bleu"] > full["val_bleu"] and s["bleu"]["beam"] > full["bleu"]["beam"]
+    assert s["train_time_s"] <= 30 * 60 and s["world_size"] == 1
+    assert s["hardware"]["cpu"] and s["hardware"]["torch_threads"] == 2
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_chapter_12_prints_the_recorded_run(name):
+    s = json.loads((RESULTS / name / "summary.json").read_text())
     lines = _outputs("12_results_and_attention.ipynb")
-    row = _line(lines, "recorded CPU run (cpu-full)").split()
+    row = _line(lines, f"recorded CPU run ({name})").split()
     numbers = [float(x) for x in row[4:9]]
-    expected = [s["bleu"]["greedy"], s["bleu"]["beam"], s["chrf"]["beam"], s["bleu_lc"]["beam"], s["steps"]]
+    expected = [
+        s["bleu"]["greedy"],
+        s["bleu"]["beam"],
+        s["chrf"]["beam"],
+        s["bleu_lc"]["beam"],
+        s["steps"],
+    ]
     assert numbers == [round(x, 2) for x in expected], (row, expected)
     precision = "bf16 autocast" if s["bf16_autocast"] else "float32"
     assert float(row[9]) == round(s["epochs"], 1) and row[10] == s["selected"] + ","
-    assert " ".join(row[11:]) == precision                      # the precision it trained in, beside it
-    detail = next(ln for ln in lines if ln.startswith("recorded CPU run (cpu-full):") and "min of training" in ln)
+    assert " ".join(row[11:]) == precision  # the precision it trained in, beside it
+    detail = next(
+        ln
+        for ln in lines
+        if ln.startswith(f"recorded CPU run ({name}):") and "min of training" in ln
+    )
     assert f"{s['train_time_s'] / 60:.1f} min of training" in detail
-    assert f"{s['tokens_per_s']:,.0f} tokens/s" in detail and s["recorded"]["date"] in detail
-    assert s["hardware"]["cpu"] in detail and precision in detail    # with its machine and precision
-    for name, c in s["selection"].items():
-        assert f"{name:>8}: validation BLEU {c['val_bleu']:.2f}" in "\n".join(lines)
+    assert (
+        f"{s['tokens_per_s']:,.0f} tokens/s" in detail
+        and s["recorded"]["date"] in detail
+    )
+    # with its machine and precision
+    assert s["hardware"]["cpu"] in detail and precision in detail
+    for weights, c in s["selection"].items():
+        assert f"{weights:>8}: validation BLEU {c['val_bleu']:.2f}" in "\n".join(lines)
 
 
 def test_chapter_11b_prints_the_size_sweep():
@@ -80,7 +142,9 @@ def test_chapter_11b_prints_the_size_sweep():
         assert row[0] == r["name"]
         assert float(row[1].rstrip("M")) == round(r["parameters"] / 1e6, 1)
         assert int(row[3]) == r["steps"] and float(row[4]) == round(r["epochs"], 2)
-        assert float(row[5]) == round(r["train_time_s"]) and float(row[7]) == round(r["val_loss"], 3)
+        assert float(row[5]) == round(r["train_time_s"]) and float(row[7]) == round(
+            r["val_loss"], 3
+        )
         assert float(row[8]) == round(r["val_bleu"], 2)
 
 
@@ -88,20 +152,27 @@ def test_chapter_11b_prints_the_size_sweep():
 def test_sweep_is_a_fair_comparison(name):
     sweep = json.loads((RESULTS / name).read_text())
     times = [r["steps"] * r["probe_s_per_step"] for r in sweep["rows"]]
-    assert all(abs(t - sweep["budget_s"]) <= r["probe_s_per_step"] for t, r in zip(times, sweep["rows"]))
-    assert len({(r["d_model"], r["layers"]) for r in sweep["rows"]}) == len(sweep["rows"])
+    assert all(
+        abs(t - sweep["budget_s"]) <= r["probe_s_per_step"]
+        for t, r in zip(times, sweep["rows"])
+    )
+    assert len({(r["d_model"], r["layers"]) for r in sweep["rows"]}) == len(
+        sweep["rows"]
+    )
 
 
 def _table3_script():
-    spec = importlib.util.spec_from_file_location("table3", ROOT / "scripts" / "table3.py")
+    spec = importlib.util.spec_from_file_location(
+        "table3", ROOT / "scripts" / "table3.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_table3_holds_every_row_with_its_seed_and_machine():
-    """The rerun of the paper's Table 3: every row the script defines, all of one budget and one
-    machine, the base row over three seeds."""
+    """The rerun of the paper's Table 3: every row the script defines, all of one budget
+    and one machine, the base row over three seeds."""
     script = _table3_script()
     table = json.loads((RESULTS / "table3.json").read_text())
     rows = table["rows"]
@@ -109,14 +180,37 @@ def test_table3_holds_every_row_with_its_seed_and_machine():
     assert len({r["seed"] for r in rows.values() if r["group"] == "base"}) >= 3
     for name, r in rows.items():
         group, change, model_fields, recipe, seed = script.ROWS[name]
-        assert (r["group"], r["change"], r["model_fields"], r["recipe_fields"], r["seed"]) == \
-               (group, change, model_fields, recipe, seed), name
-        assert r["steps"] == table["steps"], f"{name}: {r['steps']} steps, the table's budget is {table['steps']}"
-        assert r["threads"] == 1 and r["precision"] in ("bf16", "fp32") and r["hardware"]["cpu"]
-        assert r["date"] and r["command"] == f"python scripts/table3.py --row {name} --steps {table['steps']}"
+        assert (
+            r["group"],
+            r["change"],
+            r["model_fields"],
+            r["recipe_fields"],
+            r["seed"],
+        ) == (group, change, model_fields, recipe, seed), name
+        assert r["steps"] == table["steps"], (
+            f"{name}: {r['steps']} steps, the table's budget is {table['steps']}"
+        )
+        assert (
+            r["threads"] == 1
+            and r["precision"] in ("bf16", "fp32")
+            and r["hardware"]["cpu"]
+        )
+        assert (
+            r["date"]
+            and r["command"]
+            == f"python scripts/table3.py --row {name} --steps {table['steps']}"
+        )
         assert math.isclose(r["val_ppl"], math.exp(r["val_nll"]))
         assert 0 < r["val_bleu_greedy"] < 100 and 0 < r["val_bleu_beam"] < 100
-    assert len({(r["hardware"]["cpu"], r["precision"], r["hardware"]["torch"]) for r in rows.values()}) == 1
+    assert (
+        len(
+            {
+                (r["hardware"]["cpu"], r["precision"], r["hardware"]["torch"])
+                for r in rows.values()
+            }
+        )
+        == 1
+    )
     assert table["sessions"] and all(s["wall_s"] > 0 for s in table["sessions"])
 
 
@@ -130,23 +224,33 @@ def test_chapter_12_prints_table3():
 
 
 BENCH = ROOT / "benchmarks" / "results"
-# An operator count, not a timing or a rate: the file names the machine it was counted on, and
-# neither threads nor precision change a count.
+# An operator count, not a timing or a rate: the file names the machine it was counted
+# on, and neither threads nor precision change a count.
 BENCH_COUNTS_ONLY = {"gpu_path_ops.json"}
 
 
 @pytest.mark.parametrize("path", sorted(BENCH.glob("*.json")), ids=lambda p: p.stem)
 def test_every_benchmark_file_names_its_machine_threads_and_precision(path):
-    """`make bench` writes them (benchmarks/_common.write_result); a chapter prints them beside a figure."""
+    """`make bench` writes them (benchmarks/_common.write_result); a chapter prints them
+    beside a figure."""
     record = json.loads(path.read_text())
     machine = record.get("machine")
     assert isinstance(machine, str) and machine.strip(), f"{path.name}: no machine"
-    assert machine != "x86_64", f"{path.name}: the architecture only; name the CPU model or say it was not recorded"
-    assert " " in machine or "not recorded" in machine, f"{path.name}: {machine!r} names no CPU model"
+    assert machine != "x86_64", (
+        f"{path.name}: the architecture only; name the CPU model or say it was not"
+        " recorded"
+    )
+    assert " " in machine or "not recorded" in machine, (
+        f"{path.name}: {machine!r} names no CPU model"
+    )
     if path.name in BENCH_COUNTS_ONLY:
         return
-    assert isinstance(record.get("threads"), int) and record["threads"] >= 1, f"{path.name}: no thread count"
-    assert isinstance(record.get("precision"), str) and record["precision"], f"{path.name}: no precision"
+    assert isinstance(record.get("threads"), int) and record["threads"] >= 1, (
+        f"{path.name}: no thread count"
+    )
+    assert isinstance(record.get("precision"), str) and record["precision"], (
+        f"{path.name}: no precision"
+    )
 
 
 def test_chapter_10_prints_the_benchmark_with_its_machine_and_precision():

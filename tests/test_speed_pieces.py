@@ -1,6 +1,7 @@
 """The pieces of the faster training step: 16-bit dropout masks (chapter 8), the chunked
-label-smoothed cross-entropy, the allocator setting and the oneDNN kernel cache (chapter 11b),
-each held to what it replaces."""
+label-smoothed cross-entropy, the allocator setting and the oneDNN kernel cache (chapter
+11b), each held to what it replaces."""
+
 import copy
 import os
 import subprocess
@@ -12,17 +13,24 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from conftest import ROOT
-from transformer_lib import (FastDropout, Transformer, TransformerConfig, chunked_cross_entropy, fast_dropout,
-                             keep_freed_memory, mask_drop_probability, use_fast_dropout)
+from transformer_lib import (
+    FastDropout,
+    Transformer,
+    TransformerConfig,
+    chunked_cross_entropy,
+    fast_dropout,
+    mask_drop_probability,
+    use_fast_dropout,
+)
 from transformer_lib.training import TrainConfig, run_training, toy_translation_data
 
+# --- fast_dropout ---------------------------------------------------------------------
 
-# --- fast_dropout -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("p", [0.0, 0.1, 0.25, 0.5, 0.9])
 def test_mask_drop_probability_is_the_16_bit_rounding(p):
     assert mask_drop_probability(p) == round(p * 65536) / 65536
-    assert abs(mask_drop_probability(p) - p) <= 2 ** -17
+    assert abs(mask_drop_probability(p) - p) <= 2**-17
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.7])
@@ -41,24 +49,37 @@ def test_fast_dropout_rate_scale_and_mean(p):
 def test_fast_dropout_lanes_draws_and_calls_are_independent():
     torch.manual_seed(3)
     p, n = 0.2, 4_000_000
-    a, b = (fast_dropout(torch.ones(n), p) == 0).float(), (fast_dropout(torch.ones(n), p) == 0).float()
+    a, b = (
+        (fast_dropout(torch.ones(n), p) == 0).float(),
+        (fast_dropout(torch.ones(n), p) == 0).float(),
+    )
     lanes = a.view(-1, 4)
     sigma = (p * p * (1 - p * p) / (n / 4)) ** 0.5
-    pairs = [(lanes[:, i] * lanes[:, j]).mean().item() for i in range(4) for j in range(i + 1, 4)]
+    pairs = [
+        (lanes[:, i] * lanes[:, j]).mean().item()
+        for i in range(4)
+        for j in range(i + 1, 4)
+    ]
     pairs += [(lanes[:-1, 3] * lanes[1:, 0]).mean().item(), (a * b).mean().item()]
     for value in pairs:
         assert abs(value - p * p) < 5 * sigma
-    # every lane, the top one included (random_ without a range would leave its sign bit 0)
+    # every lane, the top one included (random_ without a range would leave its sign bit
+    # 0)
     for lane in range(4):
-        assert abs(lanes[:, lane].mean().item() - p) < 5 * (p * (1 - p) / (n / 4)) ** 0.5
+        assert (
+            abs(lanes[:, lane].mean().item() - p) < 5 * (p * (1 - p) / (n / 4)) ** 0.5
+        )
 
 
 def test_fast_dropout_matches_f_dropout_statistics():
     torch.manual_seed(0)
     x = torch.ones(256, 4096)
     ours, theirs = fast_dropout(x, 0.1), F.dropout(x, 0.1)
-    per_row = [(t == 0).float().sum(1) for t in (ours, theirs)]      # binomial(4096, p) counts
-    assert abs(per_row[0].mean() - per_row[1].mean()) < 5 * (2 * 4096 * 0.09 / 256) ** 0.5
+    # binomial(4096, p) counts
+    per_row = [(t == 0).float().sum(1) for t in (ours, theirs)]
+    assert (
+        abs(per_row[0].mean() - per_row[1].mean()) < 5 * (2 * 4096 * 0.09 / 256) ** 0.5
+    )
     assert 0.7 < per_row[0].var().item() / per_row[1].var().item() < 1.4
 
 
@@ -67,7 +88,9 @@ def test_fast_dropout_gradient_seed_eval_and_dtypes():
     torch.manual_seed(5)
     y = fast_dropout(x, 0.4)
     y.backward(torch.ones_like(y))
-    assert torch.equal(x.grad, (y != 0).float() * torch.tensor(1 / (1 - mask_drop_probability(0.4))))
+    assert torch.equal(
+        x.grad, (y != 0).float() * torch.tensor(1 / (1 - mask_drop_probability(0.4)))
+    )
     torch.manual_seed(5)
     assert torch.equal(fast_dropout(x, 0.4), y)
     assert fast_dropout(x, 0.4, training=False) is x and fast_dropout(x, 0.0) is x
@@ -77,7 +100,7 @@ def test_fast_dropout_gradient_seed_eval_and_dtypes():
     assert fast_dropout(torch.ones(0), 0.5).numel() == 0
 
 
-@pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, "0.1", True, 1 - 2 ** -18])
+@pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, "0.1", True, 1 - 2**-18])
 def test_fast_dropout_rejects_bad_p(bad):
     with pytest.raises(ValueError, match="`p`"):
         fast_dropout(torch.ones(3), bad)
@@ -89,8 +112,16 @@ def test_fast_dropout_rejects_integer_tensors():
 
 
 def test_use_fast_dropout_swaps_modules_and_keeps_weights():
-    cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_encoder_layers=2,
-                            n_decoder_layers=2, d_ff=32, dropout=0.2)
+    cfg = TransformerConfig(
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        d_model=16,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=32,
+        dropout=0.2,
+    )
     model = Transformer(cfg).eval()
     fast = copy.deepcopy(model)
     n = sum(type(m) is nn.Dropout for m in model.modules())
@@ -108,7 +139,8 @@ def test_use_fast_dropout_swaps_modules_and_keeps_weights():
         use_fast_dropout("model")
 
 
-# --- chunked_cross_entropy -----------------------------------------------------------------------
+# --- chunked_cross_entropy ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
@@ -123,10 +155,14 @@ def test_chunked_cross_entropy_equals_the_builtin(dtype, smoothing, rows):
     ref.backward()
     ours = chunked_cross_entropy(b, target, smoothing, 0, rows=rows)
     ours.backward()
-    assert ours.dtype == torch.float32 and torch.allclose(ours, ref, rtol=1e-6, atol=1e-6)
+    assert ours.dtype == torch.float32 and torch.allclose(
+        ours, ref, rtol=1e-6, atol=1e-6
+    )
     assert b.grad.dtype == dtype
     largest = a.grad.float().abs().max()
-    assert (b.grad.float() - a.grad.float()).abs().max() <= largest * (2 ** -7 if dtype == torch.bfloat16 else 1e-5)
+    assert (b.grad.float() - a.grad.float()).abs().max() <= largest * (
+        2**-7 if dtype == torch.bfloat16 else 1e-5
+    )
     assert (b.grad[target == 0] == 0).all()
 
 
@@ -135,7 +171,7 @@ def test_chunked_cross_entropy_without_ignore_and_with_a_scaled_gradient():
     target = torch.randint(0, 6, (10,))
     before = logits.detach().clone()
     (3 * chunked_cross_entropy(logits, target, 0.1, rows=3)).backward()
-    assert torch.equal(logits.detach(), before)                  # float32 logits are not overwritten
+    assert torch.equal(logits.detach(), before)  # float32 logits are not overwritten
     g = logits.grad.clone()
     logits.grad = None
     (3 * F.cross_entropy(logits, target, label_smoothing=0.1)).backward()
@@ -149,22 +185,36 @@ def test_chunked_cross_entropy_all_ignored_is_zero_not_nan():
     assert loss.item() == 0 and torch.equal(logits.grad, torch.zeros(4, 5))
 
 
-@pytest.mark.parametrize("logits,target,kwargs,match", [
-    (torch.randn(3, 4, 5), torch.zeros(3, dtype=torch.long), {}, "`logits`"),
-    (torch.ones(3, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long), {}, "`logits`"),
-    (torch.randn(3, 5), torch.zeros(4, dtype=torch.long), {}, "`target`"),
-    (torch.randn(3, 5), torch.zeros(3), {}, "`target`"),
-    (torch.randn(3, 5), torch.tensor([1, 5, 2]), {}, r"\[0, 5\)"),
-    (torch.randn(3, 5), torch.tensor([1, -3, 2]), {}, r"\[0, 5\)"),
-    (torch.randn(3, 5), torch.zeros(3, dtype=torch.long), {"smoothing": 1.0}, "`smoothing`"),
-    (torch.randn(3, 5), torch.zeros(3, dtype=torch.long), {"rows": 0}, "`rows`"),
-])
+@pytest.mark.parametrize(
+    "logits,target,kwargs,match",
+    [
+        (torch.randn(3, 4, 5), torch.zeros(3, dtype=torch.long), {}, "`logits`"),
+        (
+            torch.ones(3, 5, dtype=torch.long),
+            torch.zeros(3, dtype=torch.long),
+            {},
+            "`logits`",
+        ),
+        (torch.randn(3, 5), torch.zeros(4, dtype=torch.long), {}, "`target`"),
+        (torch.randn(3, 5), torch.zeros(3), {}, "`target`"),
+        (torch.randn(3, 5), torch.tensor([1, 5, 2]), {}, r"\[0, 5\)"),
+        (torch.randn(3, 5), torch.tensor([1, -3, 2]), {}, r"\[0, 5\)"),
+        (
+            torch.randn(3, 5),
+            torch.zeros(3, dtype=torch.long),
+            {"smoothing": 1.0},
+            "`smoothing`",
+        ),
+        (torch.randn(3, 5), torch.zeros(3, dtype=torch.long), {"rows": 0}, "`rows`"),
+    ],
+)
 def test_chunked_cross_entropy_errors(logits, target, kwargs, match):
     with pytest.raises(ValueError, match=match):
         chunked_cross_entropy(logits, target, **kwargs)
 
 
-# --- the run: switches, allocator, kernel cache ------------------------------------------------------
+# --- the run: switches, allocator, kernel cache ---------------------------------------
+
 
 def test_train_config_fast_dropout_is_a_checked_bool():
     assert TrainConfig.from_preset("tiny").fast_dropout is True
@@ -176,7 +226,9 @@ def test_train_config_fast_dropout_is_a_checked_bool():
 def test_run_training_uses_fast_dropout_on_a_cpu_and_not_when_off(tmp_path):
     data = toy_translation_data(n_train=80, n_val=8, n_test=8)
     for flag in (True, False):
-        cfg = TrainConfig.from_preset("tiny", steps=3, device="cpu", bf16=False, fast_dropout=flag)
+        cfg = TrainConfig.from_preset(
+            "tiny", steps=3, device="cpu", bf16=False, fast_dropout=flag
+        )
         model, _ = run_training(cfg, data, None, progress=False, final_eval=())
         kinds = {type(m) for m in model.modules()}
         assert (FastDropout in kinds) is flag and (nn.Dropout in kinds) is (not flag)
@@ -184,25 +236,50 @@ def test_run_training_uses_fast_dropout_on_a_cpu_and_not_when_off(tmp_path):
 
 def test_keep_freed_memory_on_glibc_linux():
     script = "from transformer_lib import keep_freed_memory; print(keep_freed_memory())"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.strip()
     import platform
+
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert out == str(expected)
 
 
 def test_onednn_cache_is_set_on_import_unless_chosen():
-    script = "import os, transformer_lib; print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
-    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
-    run = lambda e: subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                                   cwd=ROOT, env=e).stdout.strip()
+    script = (
+        "import os, transformer_lib;"
+        " print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+    }
+    run = lambda e: subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=e,
+    ).stdout.strip()
     assert run(env) == "8192"
     assert run({**env, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "100"}) == "100"
 
 
 def test_fast_dropout_model_compiles_with_fullgraph():
-    cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_encoder_layers=1,
-                            n_decoder_layers=1, d_ff=32, dropout=0.1)
+    cfg = TransformerConfig(
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        d_model=16,
+        n_heads=2,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        d_ff=32,
+        dropout=0.1,
+    )
     model = Transformer(cfg).train()
     use_fast_dropout(model)
     compiled = torch.compile(model, fullgraph=True, backend="eager")

@@ -1,4 +1,5 @@
 """`python -m booktools`: the `booktools` command (booktools.cli)."""
+
 import sys
 
 from booktools.cli import main

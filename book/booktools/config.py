@@ -1,17 +1,21 @@
 """The book's two Jupyter Book files, read in one place: `_config.yml` and `_toc.yml`.
 
-Every tool that needs a setting or the pages' order asks this module, so each file is parsed by
-one function: a change of the files' layout is a change here. Each call returns a fresh copy
-(a caller may change it, as `booktools.build.config_for` does for the Chinese edition); the
-parsed file is cached until the file changes.
+Every tool that needs a setting or the pages' order asks this module, so each file is
+parsed by one function: a change of the files' layout is a change here. Each call
+returns a fresh copy (a caller may change it, as `booktools.build.config_for` does for
+the Chinese edition); the parsed file is cached until the file changes.
 
 - `config()`: `_config.yml` as a dict; `sphinx_config()`: its ``sphinx.config``;
-- `language_editions()`: each edition's language and its folder under the site (``""``: the root);
-- `repository_settings()`: ``repository`` (``url``, ``branch``), before `booktools.site` resolves it;
-- `myst_extensions()`: the MyST extensions the book enables (``parse.myst_enable_extensions``);
-- `toc()`: `_toc.yml` as a dict; `root_page()`: its first page; `pages()`: every page in reading
-  order ("book/intro", "chapters/01_qkv_attention" …).
+- `language_editions()`: each edition's language and its folder under the site (``""``:
+  the root);
+- `repository_settings()`: ``repository`` (``url``, ``branch``), before `booktools.site`
+  resolves it;
+- `myst_extensions()`: the MyST extensions the book enables
+  (``parse.myst_enable_extensions``);
+- `toc()`: `_toc.yml` as a dict; `root_page()`: its first page; `pages()`: every page in
+  reading order ("book/intro", "chapters/01_qkv_attention" …).
 """
+
 from __future__ import annotations
 
 import copy
@@ -53,12 +57,14 @@ def sphinx_config(path: Path = CONFIG) -> dict[str, Any]:
 
 
 def language_editions(path: Path = CONFIG) -> dict[str, str]:
-    """Each edition's language and its folder under the site's root ("" for the root): ``language_editions``."""
+    """Each edition's language and its folder under the site's root ("" for the root):
+    ``language_editions``."""
     return dict(sphinx_config(path)["language_editions"])
 
 
 def repository_settings(path: Path = CONFIG) -> dict[str, Any]:
-    """`_config.yml`'s ``repository`` (``url``, ``branch``): the setting `booktools.site` starts from."""
+    """`_config.yml`'s ``repository`` (``url``, ``branch``): the setting
+    `booktools.site` starts from."""
     return dict(config(path)["repository"])
 
 
@@ -78,7 +84,8 @@ def root_page(path: Path = TOC) -> str:
 
 
 def pages(path: Path = TOC) -> list[str]:
-    """The book's pages in reading order: the root, then each part's chapters ("chapters/01_qkv_attention" …)."""
+    """The book's pages in reading order: the root, then each part's chapters
+    ("chapters/01_qkv_attention" …)."""
     data = toc(path)
     found = [str(data["root"])]
     for part in data.get("parts", []):

@@ -1,4 +1,6 @@
-"""Counting what a step asks of the hardware: the ATen operator calls made inside a block of code."""
+"""Counting what a step asks of the hardware: the ATen operator calls made inside a
+block of code."""
+
 from __future__ import annotations
 
 import collections
@@ -7,9 +9,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 
 class OpCounter(TorchDispatchMode):
-    """Counts the ATen operator calls made inside it (forward and backward; on a GPU each is a kernel
-    launch or more), and apart from them the views, which only relabel memory and launch nothing.
-    Used by `benchmarks/gpu_path_ops.py`, `scripts/gpu_check.py` and `tests/test_gpu_path.py`."""
+    """Counts the ATen operator calls made inside it (forward and backward; on a GPU
+    each is a kernel launch or more), and apart from them the views, which only relabel
+    memory and launch nothing. Used by `benchmarks/gpu_path_ops.py`,
+    `scripts/gpu_check.py` and `tests/test_gpu_path.py`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -28,5 +31,6 @@ class OpCounter(TorchDispatchMode):
 
     @property
     def launches(self) -> int:
-        """Calls that are not views: an upper bound on the kernels they launch on a GPU (a fused kernel may do several)."""
+        """Calls that are not views: an upper bound on the kernels they launch on a GPU
+        (a fused kernel may do several)."""
         return self.total - self.views

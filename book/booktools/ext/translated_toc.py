@@ -1,12 +1,13 @@
 """Sphinx extension: the table of contents' part captions in the edition's language.
 
-Jupyter Book's table of contents (`_toc.yml`) becomes toctree nodes that sphinx-external-toc inserts
-into the root page by a transform of priority 100, after Sphinx's i18n has translated that page
-(priority 20). Sphinx's gettext builder sees the captions ("Attention", "The model", ...) and
-puts them in the root page's catalogue, but nothing applies their translations: the sidebar of the
-Chinese edition would list its parts in English. This transform, run after the toctrees are inserted
-and before Sphinx collects them, translates each caption from the same catalogue.
-"""
+Jupyter Book's table of contents (`_toc.yml`) becomes toctree nodes that
+sphinx-external-toc inserts into the root page by a transform of priority 100, after
+Sphinx's i18n has translated that page (priority 20). Sphinx's gettext builder sees the
+captions ("Attention", "The model", ...) and puts them in the root page's catalogue, but
+nothing applies their translations: the sidebar of the Chinese edition would list its
+parts in English. This transform, run after the toctrees are inserted and before Sphinx
+collects them, translates each caption from the same catalogue."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,11 +20,14 @@ from sphinx.util.i18n import docname_to_domain
 
 
 class TranslateTocCaptions(SphinxTransform):
-    default_priority = 150          # after InsertToctrees (100), before the toctree collector (880)
+    # after InsertToctrees (100), before the toctree collector (880)
+    default_priority = 150
 
     def apply(self, **kwargs: Any) -> None:
         language = self.config.language
-        toctrees = [n for n in self.document.findall(addnodes.toctree) if n.get("caption")]
+        toctrees = [
+            n for n in self.document.findall(addnodes.toctree) if n.get("caption")
+        ]
         if not toctrees or not language or language == "en":
             return
         domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
