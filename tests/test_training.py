@@ -359,6 +359,26 @@ def _tiny(**changes) -> TrainConfig:
     ).updated(changes)
 
 
+def test_a_resumed_run_counts_the_training_time_it_had_spent(tmp_path):
+    """The time budget is the run's, not the process's: resumed after its budget is spent,
+    a run trains no further step. (The cpu-30min preset stopped at its budget and, resumed
+    to score its test set, went on training for another budget before this was fixed.)"""
+    data = toy_translation_data(n_train=200)
+    _, first = run_training(_tiny(), data, tmp_path, progress=False, final_eval=())
+    spent = first["train_time_s"]
+    assert first["steps"] == 4 and spent > 0
+    _, resumed = run_training(
+        _tiny(steps=40, time_budget_s=spent / 2),
+        data,
+        tmp_path,
+        resume=True,
+        progress=False,
+        final_eval=(),
+    )
+    assert resumed["steps"] == 4 and resumed["stopped_by"] == "time_budget"
+    assert resumed["train_time_s"] == spent
+
+
 def test_a_resume_that_changes_the_global_plan_is_refused_before_anything_runs(
     tmp_path,
 ):

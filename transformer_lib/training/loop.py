@@ -176,7 +176,9 @@ def _train(run: TrainingRun, metrics: _Metrics, progress: bool) -> str:
     cfg, st = run.cfg, run.st
     from tqdm.auto import tqdm
 
-    budget = _Budget(cfg.steps, cfg.max_epochs, cfg.time_budget_s, run.plan)
+    budget = _Budget(
+        cfg.steps, cfg.max_epochs, cfg.time_budget_s, run.plan, st["train_time_s"]
+    )
     total = (
         cfg.steps
         if cfg.max_epochs is None

@@ -101,12 +101,14 @@ class _Window:
 class _Budget:
     """When training stops: a number of steps, of epochs or of seconds of training (the
     time spent building batches, validating and writing checkpoints left out), whichever
-    comes first."""
+    comes first. The seconds are the run's: a resumed run counts those it had trained
+    (`before`) against its budget too."""
 
     steps: int
     max_epochs: Optional[int]
     time_s: Optional[float]
     plan: StepPlan
+    before: float = 0.0  # seconds of training before this process took over the run
     excluded: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     out_of_time: bool = False  # several processes: the verdict of the last log window
@@ -115,7 +117,8 @@ class _Budget:
         """This process's view: are the seconds of training spent?"""
         return (
             self.time_s is not None
-            and time.perf_counter() - self.started - self.excluded > self.time_s
+            and self.before + time.perf_counter() - self.started - self.excluded
+            > self.time_s
         )
 
     def spent(self, st: dict[str, Any]) -> Optional[str]:
