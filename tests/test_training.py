@@ -360,9 +360,10 @@ def _tiny(**changes) -> TrainConfig:
 
 
 def test_a_resumed_run_counts_the_training_time_it_had_spent(tmp_path):
-    """The time budget is the run's, not the process's: resumed after its budget is spent,
-    a run trains no further step. (The cpu-30min preset stopped at its budget and, resumed
-    to score its test set, went on training for another budget before this was fixed.)"""
+    """The time budget is the run's, not the process's: resumed after its budget is
+    spent, a run trains no further step. (The cpu-30min preset stopped at its budget
+    and, resumed to score its test set, went on training for another budget before this
+    was fixed.)"""
     data = toy_translation_data(n_train=200)
     _, first = run_training(_tiny(), data, tmp_path, progress=False, final_eval=())
     spent = first["train_time_s"]
