@@ -356,16 +356,13 @@ def test_dropout_false_rejection_rate_and_power_are_computed_and_stated():
         < 1e-6
     )
     assert ch08.MISS_COARSE < 1e-6
+    doc = " ".join(ch08._check_dropout.__doc__.split())  # its words, however wrapped
     for name in ("FALSE_REJECTION_PER_CALL", "FALSE_REJECTION", "ALPHA", "MISS_COARSE"):
         # 2.5e-7, as the docstring writes it
         value = f"{getattr(ch08, name):.1e}".replace("e-0", "e-")
-        assert f"{name} = {value}" in " ".join(ch08._check_dropout.__doc__.split()), (
-            name
-        )
-    assert (
-        f"once in {1 / ch08.FALSE_REJECTION_PER_CALL / 1e6:.1f} million calls"
-        in ch08._check_dropout.__doc__
-    )
+        assert f"{name} = {value}" in doc, name
+    calls = 1 / ch08.FALSE_REJECTION_PER_CALL / 1e6
+    assert f"once in {calls:.1f} million calls" in doc
 
 
 # ---- 3. forbidden kernels, by what they compute --------------------------------------

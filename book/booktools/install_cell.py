@@ -146,8 +146,7 @@ def edition_install_cell_source(url: str, ref: str, tools: bool = True) -> str:
 
 _EDITION = """\
 # the code this notebook was made from
-_REPOSITORY = "{url}"
-_COMMIT = "{ref}"
+_REPOSITORY, _COMMIT = "{url}", "{ref}"
 _PIP = (sys.executable, "-m", "pip", "install", "--quiet")
 
 

@@ -20,8 +20,8 @@ from .checkpoints import _Metrics, _save_checkpoint
 from .config import TrainConfig
 from .datasets import TrainingData
 from .epoch import _Epoch, _prepare_epoch
-from .hardware import hardware_info
 from .plan import StepPlan
+from .record import _start_record, _summary
 from .selection import _score_test, _select, _validate
 from .start import _start
 from .state import RunState
@@ -301,75 +301,6 @@ def run_training(
     )
     run.model.eval()
     return run.model, summary if run.state.rank == 0 else {}
-
-
-def _start_record(run: RunState, data: TrainingData) -> dict[str, Any]:
-    """The first record of `metrics.jsonl`: what the run is, and its global plan (which
-    `resume="auto"` compares when a folder holds a log but no checkpoint)."""
-    return {
-        "kind": "start",
-        "step": 0,
-        "preset": run.cfg.preset,
-        "data": data.name,
-        "parameters": _n_params(run),
-        "hardware": hardware_info(run.device),
-        "precision": run.plan.precision,
-        "step_path": run.plan.path,
-        "bucket_shapes": run.plan.buckets,
-        "accumulate": run.cfg.accumulate,
-        "global_plan": run.global_plan(),
-    }
-
-
-def _n_params(run: RunState) -> int:
-    return sum(p.numel() for p in run.params)
-
-
-def _summary(
-    run: RunState,
-    data: TrainingData,
-    stopped_by: str,
-    peak_flops: Optional[float],
-    epoch_len: int,
-) -> dict[str, Any]:
-    """What the run did: its steps, its time (training, building batches, validation,
-    checkpoints) and throughput over the training time, its machine and
-    configuration."""
-    cfg, st = run.cfg, run.st
-    t = max(st["train_time_s"], 1e-9)
-    summary: dict[str, Any] = {
-        "preset": cfg.preset,
-        "data": data.name,
-        "parameters": _n_params(run),
-        "steps": st["step"],
-        "epochs": st["epoch"] + st["batch_index"] / max(epoch_len, 1),
-        "stopped_by": stopped_by,
-        "train_time_s": st["train_time_s"],
-        "train_tokens": st["tokens"],
-        "time_s": {
-            "steps": st["train_time_s"],
-            "batches": st.get("batch_time_s", 0.0),
-            "validation": st.get("eval_time_s", 0.0),
-            "checkpoints": st.get("checkpoint_time_s", 0.0),
-        },
-        "tokens_per_s": st["tokens"] / t,
-        "model_flops_per_s": st["flops"] / t,
-        "hardware": hardware_info(run.device),
-        "world_size": run.world,
-        "bf16_autocast": run.plan.precision == "bf16",
-        "precision": run.plan.precision,
-        "skipped_steps": st.get("skipped_steps", 0),
-        "step_path": run.plan.path,
-        "bucket_shapes": run.plan.buckets,
-        "accumulate": cfg.accumulate,
-        "config": asdict(cfg),
-        "model_config": asdict(run.mcfg),
-    }
-    if peak_flops:
-        summary["peak_flops"] = peak_flops
-        # FLOPs of every process
-        summary["mfu"] = summary["model_flops_per_s"] / (peak_flops * run.world)
-    return summary
 
 
 def _finish(
