@@ -88,7 +88,8 @@ class StepPlan:
                 else "cache_size_limit"
             )
             setattr(conf, name, max(getattr(conf, name), shapes + 2))
-        return torch.compile(module, backend=self.compile, dynamic=not self.buckets)  # type: ignore[return-value]
+        compiled = torch.compile(module, backend=self.compile, dynamic=not self.buckets)
+        return compiled  # type: ignore[return-value]
 
 
 def plan_step(
