@@ -1083,3 +1083,17 @@ def test_one_title_per_edition(pdfs, language):
         f"{language}: the first chapter is {title!r}, the title page and running heads"
         f" say otherwise ({head.strip()!r})"
     )
+
+
+def test_a_narrow_table_column_wraps_between_words_not_inside_them(pdfs):
+    """Chapter 1's table of queries, keys and values: its short first columns hold their
+    words whole ("name", "symbol", "query"), where the web stylesheet's wrap-anywhere
+    once printed "nam/e", "symb/ol" and "quer/y" (print.css overrides it in every
+    cell)."""
+    _tool("pdftotext")
+    pages = _text(_pdf("en")).split("\f")
+    page = next(p for p in pages if "borrowed from databases" in p)
+    table = page[page.index("borrowed from databases") :]
+    rows = [line.split() for line in table.splitlines() if line.strip()]
+    assert any(row[:2] == ["name", "symbol"] for row in rows), table
+    assert any(row[:2] == ["query", "q"] for row in rows), table
