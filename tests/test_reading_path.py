@@ -43,7 +43,10 @@ def test_long_exported_cells_are_folded_in_book_and_jupyter(nb):
     unfolded = [
         i
         for i, c in enumerate(cells)
-        if rp.is_exported(c) and rp.n_lines(c) > rp.SMALL and not rp.is_folded(c)
+        if rp.is_exported(c)
+        and rp.n_lines(c) > rp.SMALL
+        and not rp.is_folded(c)
+        and not rp.is_removed(c)
     ]
     assert not unfolded, (
         f"{nb.stem}: exported cells {unfolded} are longer than {rp.SMALL} lines and not"
@@ -131,3 +134,20 @@ def test_small_form_in_view_and_checked_equal(stem, definition, library):
         and "assert" in c.source
     ]
     assert checks, f"{stem}: no cell after {name} asserts it equal to {library}"
+
+
+def test_a_removed_cell_is_not_folded(tmp_path):
+    """A long exported cell tagged remove-cell is not in the book: --fold leaves it
+    alone (a fold there made the page show one toggle fewer than the notebook's
+    folds)."""
+    nb = nbformat.v4.new_notebook()
+    long = "#| export\n" + "".join(f"x{i} = {i}\n" for i in range(rp.SMALL + 5))
+    nb.cells = [
+        nbformat.v4.new_code_cell(long, metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_code_cell(long),
+    ]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    assert rp.apply_folds(path) == 1
+    removed, shown = nbformat.read(path, as_version=4).cells
+    assert not rp.is_folded(removed) and rp.is_folded(shown)

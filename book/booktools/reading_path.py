@@ -142,7 +142,9 @@ def apply_folds(path: Path) -> int:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        want = is_folded(cell) or (is_exported(cell) and n_lines(cell) > SMALL)
+        # a removed cell is not shown: nothing to fold
+        long = is_exported(cell) and n_lines(cell) > SMALL and not is_removed(cell)
+        want = is_folded(cell) or long
         if want and (
             not is_folded(cell)
             or not cell.metadata.get("jupyter", {}).get("source_hidden")
