@@ -104,35 +104,35 @@ FIXED: dict[str, str] = {
     "3,915": (
         "the suite's own time in one process, measured (CONTRIBUTING: two processes)"
     ),
-    "29.5": (
+    "21.9": (
         "the suite's own time: .ci/run on a fresh clone, measured (CONTRIBUTING: two"
         " processes)"
     ),
-    "1,770": (
+    "1,315": (
         "the suite's own time: make test on a fresh clone, measured (CONTRIBUTING: two"
         " processes)"
     ),
-    "1,017": (
+    "758": (
         "the suite's own time: its two-process pass, measured (CONTRIBUTING: two"
         " processes)"
     ),
-    "466": (
+    "342": (
         "the suite's own time: the training chapters, measured (CONTRIBUTING: two"
         " processes)"
     ),
     "88": (
-        "the suite's own time: the first other-processor pass, measured (CONTRIBUTING:"
+        "the suite's own time: the second other-processor pass, measured (CONTRIBUTING:"
         " two processes); and a setting, ruff's line length: the printed code column"
     ),
-    "114": (
-        "the suite's own time: the second other-processor pass, measured (CONTRIBUTING:"
+    "67": (
+        "the suite's own time: the first other-processor pass, measured (CONTRIBUTING:"
         " two processes)"
     ),
-    "78": (
+    "62": (
         "the quick tier's own time, measured on a quiet machine (CONTRIBUTING: the"
         " quick tier)"
     ),
-    "72": (
+    "57": (
         "the quick tier's tests' own time, measured on a quiet machine (CONTRIBUTING:"
         " the quick tier)"
     ),
