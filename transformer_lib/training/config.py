@@ -268,6 +268,29 @@ class TrainConfig:
         )
 
 
+# the recorded run (chapter 12, results/cpu-full: its time is in summary.json); wider
+# than `cpu`, for a run of 2.9 times the steps
+_CPU_FULL: dict[str, Any] = dict(
+    model=dict(
+        d_model=256,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=1024,
+        max_len=128,
+    ),
+    max_tokens=4000,
+    max_sentence_tokens=64,
+    steps=1800,
+    warmup_steps=300,
+    lr_scale=0.69,
+    log_every=25,
+    eval_every=150,
+    snapshot_every=50,
+    average_last=5,
+    num_threads=2,
+)
+
 _PRESETS: dict[str, dict[str, Any]] = {
     # a few seconds: unit tests and smoke runs
     "tiny": dict(
@@ -310,51 +333,17 @@ _PRESETS: dict[str, dict[str, Any]] = {
         average_last=5,
         num_threads=2,
     ),
-    # the recorded run (chapter 12, results/cpu-full: its time is in summary.json);
-    # wider than `cpu`, for a run of 2.9 times the steps
-    "cpu-full": dict(
-        model=dict(
-            d_model=256,
-            n_heads=4,
-            n_encoder_layers=2,
-            n_decoder_layers=2,
-            d_ff=1024,
-            max_len=128,
-        ),
-        max_tokens=4000,
-        max_sentence_tokens=64,
-        steps=1800,
-        warmup_steps=300,
-        lr_scale=0.69,
-        log_every=25,
-        eval_every=150,
-        snapshot_every=50,
-        average_last=5,
-        num_threads=2,
-    ),
+    "cpu-full": _CPU_FULL,
     # the best recipe within 30 minutes of two CPU cores (chapter 12,
     # results/cpu-30min): cpu-full's model, which Table 3 favours (wider helps, deeper
-    # does not at this scale), for 3.3 times the steps
+    # does not at this scale), and recipe for 3.3 times the steps
     "cpu-30min": dict(
-        model=dict(
-            d_model=256,
-            n_heads=4,
-            n_encoder_layers=2,
-            n_decoder_layers=2,
-            d_ff=1024,
-            max_len=128,
-        ),
-        max_tokens=4000,
-        max_sentence_tokens=64,
+        _CPU_FULL,
         steps=6000,
         time_budget_s=1780.0,
-        warmup_steps=300,
-        lr_scale=0.69,
         log_every=50,
         eval_every=500,
         snapshot_every=100,
-        average_last=5,
-        num_threads=2,
     ),
     # the paper's base model (§6.1), for a GPU
     "base": dict(
