@@ -10,8 +10,9 @@ Runs exactly what `make train PRESET=cpu-full` runs
 command, commit) and `results/<preset>/metrics.jsonl`. With `--against NAME` the run is
 chosen on validation only: it trains (or finishes `runs/<preset>`) scoring the
 validation set, and scores the test set once, at the end, only if the validation BLEU
-of its selected weights beats that of the recorded run NAME's. The checkpoints stay in
-`runs/` (git-ignored). Chapter 12 shows the files; `tests/test_results.py` checks that
+of its selected weights beats that of the recorded run NAME's (otherwise the run is
+recorded all the same, its test set unread). The checkpoints stay in `runs/`
+(git-ignored). Chapter 12 shows the files; `tests/test_results.py` checks that
 the book prints what they hold."""
 
 import argparse
@@ -56,16 +57,32 @@ def main() -> None:
         )
         ours, best = selected_val_bleu(chosen), selected_val_bleu(theirs)
         if ours <= best:
-            raise SystemExit(
+            # recorded all the same, validation only: every run of the book is
+            unread = (
                 f"{args.preset}: validation BLEU {ours:.2f}, not above "
                 f"{args.against}'s {best:.2f}; the test set stays unread"
             )
+            _record(args, run, chosen, test_set=unread)
+            raise SystemExit(unread)
         print(
             f"{args.preset}: validation BLEU {ours:.2f} against "
             f"{args.against}'s {best:.2f}: the test set, scored once"
         )
         command.append("--resume")
     summary = train_main(command)
+    out = _record(args, run, summary, test_set="scored once, at the end")
+    print(
+        f"recorded {args.preset}: BLEU greedy {summary['bleu']['greedy']:.2f}, beam"
+        f" {summary['bleu']['beam']:.2f}, {summary['train_time_s'] / 60:.1f} min of"
+        f" training -> {out}"
+    )
+
+
+def _record(
+    args: argparse.Namespace, run: Path, summary: dict, *, test_set: str
+) -> Path:
+    """Write results/PRESET: the run's summary, with how it was recorded, and its
+    metrics.jsonl."""
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         cwd=ROOT,
@@ -78,6 +95,7 @@ def main() -> None:
         "command": f"make train PRESET={args.preset}",
         "script": f"python scripts/record_run.py --preset {args.preset}"
         + (f" --against {args.against}" if args.against else ""),
+        "test_set": test_set,
         # so that a reader can scale: bf16 autocast where the CPU multiplies bf16 itself
         "native_bf16": native_bf16("cpu"),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -86,11 +104,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     shutil.copy(run / "metrics.jsonl", out / "metrics.jsonl")
-    print(
-        f"recorded {args.preset}: BLEU greedy {summary['bleu']['greedy']:.2f}, beam"
-        f" {summary['bleu']['beam']:.2f}, {summary['train_time_s'] / 60:.1f} min of"
-        f" training -> {out}"
-    )
+    return out
 
 
 if __name__ == "__main__":
