@@ -28,6 +28,8 @@ from conftest import ROOT
 
 from booktools import execute as ex
 
+# the chapters that read the book's best recorded run, results/cpu-30min (12b: the page's
+# model)
 RUN_READERS = [
     "chapters/12_results_and_attention.ipynb",
     "chapters/12b_in_the_browser.ipynb",
@@ -137,14 +139,14 @@ def test_a_changed_committed_input_makes_its_readers_stale(tmp_path):
     root = _copy(tmp_path)
     assert ex.stale(root) == []
     # written by a command, committed
-    summary = root / "results" / "cpu-full" / "summary.json"
+    summary = root / "results" / "cpu-30min" / "summary.json"
     record = json.loads(summary.read_text())
     record["train_time_s"] += 1.0
     summary.write_text(json.dumps(record))
     problems = ex.stale(root)
     assert _named(problems) == set(RUN_READERS), problems
     assert all(
-        "results/cpu-full/summary.json" in p and "make execute NB=" in p
+        "results/cpu-30min/summary.json" in p and "make execute NB=" in p
         for p in problems
     )
 
@@ -209,10 +211,10 @@ def test_a_committed_input_that_appears_or_disappears_is_a_change(tmp_path):
     (root / "results" / "gpu-base" / "summary.json").write_text("{}")
     assert _named(ex.stale(root)) == {RUN_READERS[0]}
     shutil.rmtree(root / "results" / "gpu-base")
-    (root / "results" / "cpu-full" / "summary.json").unlink()
+    (root / "results" / "cpu-30min" / "summary.json").unlink()
     problems = ex.stale(root)
     assert _named(problems) == set(RUN_READERS) and all(
-        "results/cpu-full/summary.json" in p for p in problems
+        "results/cpu-30min/summary.json" in p for p in problems
     )
 
 
