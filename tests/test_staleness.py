@@ -28,8 +28,8 @@ from conftest import ROOT
 
 from booktools import execute as ex
 
-# the chapters that read the book's best recorded run, results/cpu-30min (12b: the page's
-# model)
+# the chapters that read the book's best recorded run, results/cpu-30min (12b: the
+# page's model)
 RUN_READERS = [
     "chapters/12_results_and_attention.ipynb",
     "chapters/12b_in_the_browser.ipynb",
