@@ -49,6 +49,8 @@ FIGURES: dict[str, tuple[str, str]] = {
     "1,800": ("12_results_and_attention", "ch12_full_steps"),
     "38.0": ("12_results_and_attention", "ch12_full_greedy"),
     "39.1": ("12_results_and_attention", "ch12_full_beam"),
+    "39.92": ("12_results_and_attention", "ch12_30m_greedy"),
+    "40.16": ("12_results_and_attention", "ch12_30m_beam"),
 }
 # Figures written in words: (chapter, glue key, the phrase with the value in it).
 PHRASES: list[tuple[str, str, str]] = [
@@ -57,6 +59,7 @@ PHRASES: list[tuple[str, str, str]] = [
 # Numbers that are not measurements, each with its reason.
 FIXED: dict[str, str] = {
     "2017": "the paper's year",
+    "30": "a preset's name: cpu-30min, trained for half an hour",
     "8.6": "the printed code's font size in points (book/_static/print.css)",
     "3.11": "the Python version the project pins",
     "65": "the paper's parameter count of the base model (65M), quoted to compare",
