@@ -1,8 +1,10 @@
 """transformer_lib.export: the shared 16-bit weights file, the PyTorch twins, reading
 the page's model back, and the committed model's record (chapter 12b)."""
 
+import importlib.util
 import json
 import logging
+import sys
 import warnings
 
 import numpy as np
@@ -223,3 +225,37 @@ def test_committed_model_is_the_recorded_run():
     assert latency["model_weights_sha256"] == meta["files"]["weights"]["sha256"], (
         "latency of another model"
     )
+
+
+def _export_script():
+    """scripts/export_onnx.py as a module (`make web-model`)."""
+    spec = importlib.util.spec_from_file_location(
+        "export_onnx_script", ROOT / "scripts" / "export_onnx.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_web_model_keeps_the_record_that_record_run_wrote(tmp_path):
+    """`make web-model` on a recorded run leaves its record (results/NAME, written by
+    scripts/record_run.py) as it is; the record of another training is written."""
+    script = _export_script()
+    run, record = tmp_path / "run", tmp_path / "record"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"kind": "end"}\n')
+    summary = {"preset": "p", "bleu": {"greedy": 1.0}}
+    recorded = {"script": "python scripts/record_run.py --preset p", "date": "then"}
+    record.mkdir()
+    kept = json.dumps({**summary, "recorded": recorded})
+    (record / "summary.json").write_text(kept)
+    script._write_record(record, run, dict(summary))
+    assert (record / "summary.json").read_text() == kept
+    assert not (record / "metrics.jsonl").exists()
+    other = {**summary, "steps": 7}  # another run of the preset: its record is written
+    script._write_record(record, run, other)
+    written = json.loads((record / "summary.json").read_text())
+    assert written["steps"] == 7
+    assert written["recorded"]["script"].startswith("make web-model")
+    assert (record / "metrics.jsonl").exists()
