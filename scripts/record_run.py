@@ -57,7 +57,7 @@ def main() -> None:
         )
         ours, best = selected_val_bleu(chosen), selected_val_bleu(theirs)
         if ours <= best:
-            # recorded all the same, validation only: every run of the book is
+            # recorded all the same, validation only: every run of the book is recorded
             unread = (
                 f"{args.preset}: validation BLEU {ours:.2f}, not above "
                 f"{args.against}'s {best:.2f}; the test set stays unread"

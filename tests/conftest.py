@@ -1,7 +1,10 @@
 """Shared test settings: deterministic, single-threaded, CPU."""
 
+import importlib.util
 import os
 import pathlib
+import sys
+import types
 
 import pytest
 import torch
@@ -15,6 +18,18 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # publishing build (BOOK_PUBLISH=1, which refuses a placeholder) of a repository that is
 # not this checkout's remote.
 TEST_REPOSITORY = "book-tests/the-transformer-built"
+
+
+def load_script(name: str) -> types.ModuleType:
+    """scripts/NAME.py as a module, to test its functions (registered in sys.modules:
+    a dataclass looks its module up)."""
+    spec = importlib.util.spec_from_file_location(
+        f"script_{name}", ROOT / "scripts" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def publishing_env(**extra: str) -> dict:

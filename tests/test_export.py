@@ -1,17 +1,15 @@
 """transformer_lib.export: the shared 16-bit weights file, the PyTorch twins, reading
 the page's model back, and the committed model's record (chapter 12b)."""
 
-import importlib.util
 import json
 import logging
-import sys
 import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 from transformer_lib import greedy_decode
 from transformer_lib.export import (
     OnnxTranslator,
@@ -227,21 +225,10 @@ def test_committed_model_is_the_recorded_run():
     )
 
 
-def _export_script():
-    """scripts/export_onnx.py as a module (`make web-model`)."""
-    spec = importlib.util.spec_from_file_location(
-        "export_onnx_script", ROOT / "scripts" / "export_onnx.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_web_model_keeps_the_record_that_record_run_wrote(tmp_path):
     """`make web-model` on a recorded run leaves its record (results/NAME, written by
     scripts/record_run.py) as it is; the record of another training is written."""
-    script = _export_script()
+    script = load_script("export_onnx")
     run, record = tmp_path / "run", tmp_path / "record"
     run.mkdir()
     (run / "metrics.jsonl").write_text('{"kind": "end"}\n')

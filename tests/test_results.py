@@ -5,13 +5,12 @@ prints the recorded CPU run from `results/cpu-full/summary.json`. These tests re
 stored outputs of those chapters and check every printed number against the files, so a
 stale table (or a number typed in by hand) fails."""
 
-import importlib.util
 import json
 import math
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 RESULTS = ROOT / "results"
 
@@ -175,19 +174,10 @@ def test_sweep_is_a_fair_comparison(name):
     )
 
 
-def _table3_script():
-    spec = importlib.util.spec_from_file_location(
-        "table3", ROOT / "scripts" / "table3.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_table3_holds_every_row_with_its_seed_and_machine():
     """The rerun of the paper's Table 3: every row the script defines, all of one budget
     and one machine, the base row over three seeds."""
-    script = _table3_script()
+    script = load_script("table3")
     table = json.loads((RESULTS / "table3.json").read_text())
     rows = table["rows"]
     assert set(rows) == set(script.ROWS), set(script.ROWS) ^ set(rows)
